@@ -1,0 +1,108 @@
+package v1alpha1
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	kjson "sigs.k8s.io/json"
+	"sigs.k8s.io/yaml"
+)
+
+// Decode parses a multi-document YAML (or JSON) stream of PhasedTrainings,
+// as a user would hand it to kubectl apply. It is strict where the API server
+// would be strict or where a silent mistake would cost GPU hours: an unknown
+// or duplicated field is an error naming the field's path, and a document of
+// another apiVersion or kind is an error naming the document's index
+// (1-based, counting the "---"-separated documents of the stream). Documents
+// that hold only comments or whitespace are skipped.
+//
+// Decode does not apply defaults (see SetDefaults) and does not check the
+// spec's semantics (see package phases): it reports what was written.
+//
+// Every document is decoded; the returned error joins the problems of all of
+// them, and the returned slice holds the documents that decoded cleanly.
+func Decode(data []byte) ([]PhasedTraining, error) {
+	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
+	var (
+		out  []PhasedTraining
+		errs []error
+	)
+	for index := 1; ; index++ {
+		doc, err := r.Read()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			// The reader cannot resynchronise after a bad separator, so
+			// this is the last document we can look at.
+			errs = append(errs, fmt.Errorf("document %d: %w", index, err))
+			break
+		}
+		pt, ok, err := decodeOne(doc)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("document %d: %w", index, err))
+			continue
+		}
+		if ok {
+			out = append(out, pt)
+		}
+	}
+	return out, errors.Join(errs...)
+}
+
+// decodeOne decodes one document; ok is false for an empty document.
+func decodeOne(doc []byte) (pt PhasedTraining, ok bool, err error) {
+	// YAMLToJSONStrict rejects duplicate keys, which plain YAML would
+	// resolve silently to the last one.
+	js, err := yaml.YAMLToJSONStrict(doc)
+	if err != nil {
+		return pt, false, err
+	}
+	js = bytes.TrimSpace(js)
+	if len(js) == 0 || bytes.Equal(js, []byte("null")) {
+		return pt, false, nil
+	}
+	// Check the type first, so a Deployment in the stream is reported as
+	// the wrong kind rather than as a pile of unknown fields.
+	var tm metav1.TypeMeta
+	if err := kjson.UnmarshalCaseSensitivePreserveInts(js, &tm); err != nil {
+		return pt, false, fmt.Errorf("not an object: %w", err)
+	}
+	if tm.APIVersion != GroupVersion.String() || tm.Kind != Kind {
+		return pt, false, fmt.Errorf("apiVersion %q kind %q: want apiVersion %q kind %q",
+			tm.APIVersion, tm.Kind, GroupVersion.String(), Kind)
+	}
+	// sigs.k8s.io/json matches field names case-sensitively, as the API
+	// server does, and reports unknown fields with their full path
+	// (e.g. `unknown field "spec.phases[0].gang.minn"`).
+	strict, err := kjson.UnmarshalStrict(js, &pt, kjson.DisallowDuplicateFields, kjson.DisallowUnknownFields)
+	if err != nil {
+		return pt, false, err
+	}
+	if len(strict) > 0 {
+		return pt, false, errors.Join(strict...)
+	}
+	return pt, true, nil
+}
+
+// SetDefaults applies the defaults the CRD's schema applies on admission
+// (successPolicy AllWorkers) and the ones the controller assumes (desired =
+// min), so an object read from a file behaves as the same object read back
+// from the API server. It is idempotent.
+func SetDefaults(pt *PhasedTraining) {
+	for i := range pt.Spec.Phases {
+		p := &pt.Spec.Phases[i]
+		if p.SuccessPolicy == "" {
+			p.SuccessPolicy = SuccessPolicyAllWorkers
+		}
+		if p.Gang.Desired == nil {
+			d := p.Gang.Min
+			p.Gang.Desired = &d
+		}
+	}
+}

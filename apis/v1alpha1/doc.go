@@ -1,0 +1,11 @@
+// Package v1alpha1 holds the phasegang.dev/v1alpha1 API: the PhasedTraining
+// kind, its spec (a DAG of gang-scheduled phases) and its status (conditions,
+// per-phase state, reservations and outputs).
+//
+// The CRD YAML in config/crd is generated from these types by controller-gen;
+// every field is marked +optional or +required and documented, because the
+// comments become `kubectl explain`.
+//
+// +kubebuilder:object:generate=true
+// +groupName=phasegang.dev
+package v1alpha1

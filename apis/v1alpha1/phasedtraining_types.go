@@ -1,0 +1,401 @@
+package v1alpha1
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// PhasedTraining is a pipeline of gang-scheduled phases (for example
+// train → validate → test). Each phase runs as one gang of identical worker
+// pods that phasegang reserves atomically on concrete nodes, holds only while
+// the phase runs, and releases when it ends.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=pt,categories=phasegang
+// +kubebuilder:printcolumn:name="State",type=string,JSONPath=`.status.state`
+// +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.currentPhase`
+// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.status=="True")].reason`,priority=1
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type PhasedTraining struct {
+	metav1.TypeMeta `json:",inline"`
+	// metadata is the standard object metadata.
+	// +optional
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// spec describes the phases of the pipeline and how they are scheduled.
+	// +required
+	Spec PhasedTrainingSpec `json:"spec"`
+
+	// status is what phasegang observed and decided; written only by the controller.
+	// +optional
+	Status PhasedTrainingStatus `json:"status,omitempty"`
+}
+
+// PhasedTrainingList is a list of PhasedTraining.
+//
+// +kubebuilder:object:root=true
+type PhasedTrainingList struct {
+	metav1.TypeMeta `json:",inline"`
+	// metadata is the standard list metadata.
+	// +optional
+	metav1.ListMeta `json:"metadata,omitempty"`
+	// items are the PhasedTrainings.
+	// +required
+	Items []PhasedTraining `json:"items"`
+}
+
+// PhasedTrainingSpec is the desired pipeline.
+//
+// The rules that need the whole phase list live here, on spec; fieldPath
+// points the error at the list the mistake is in. CEL cannot check that the
+// dependsOn graph is acyclic (it has no recursion), nor parse expressions:
+// package phases does, and the controller reports those as the Invalid
+// condition.
+//
+// +kubebuilder:validation:XValidation:rule="!has(self.priority) || !has(self.priorityClassName)",message="set at most one of priority and priorityClassName",fieldPath=".priorityClassName"
+// +kubebuilder:validation:XValidation:rule="!has(self.iterate) || self.iterate.phases.all(n, self.phases.exists(p, p.name == n))",message="every iterate.phases entry must name a phase of spec.phases",fieldPath=".iterate.phases"
+// +kubebuilder:validation:XValidation:rule="self.phases.all(p, !has(p.dependsOn) || p.dependsOn.all(d, self.phases.exists(q, q.name == d)))",message="every dependsOn entry must name a phase of spec.phases",fieldPath=".phases"
+type PhasedTrainingSpec struct {
+	// phases are the steps of the pipeline. Each phase runs once (or once per
+	// iteration, if it is part of iterate.phases) after every phase it
+	// dependsOn has ended, as one gang of worker pods.
+	// +required
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=32
+	Phases []Phase `json:"phases"`
+
+	// iterate repeats a chain of phases (for example train → validate) until
+	// a condition holds or a number of iterations is reached: early stopping.
+	// +optional
+	Iterate *Iterate `json:"iterate,omitempty"`
+
+	// priority orders this pipeline's gangs in the queue: higher first. Within
+	// one priority, older pipelines go first, and a later phase keeps the
+	// pipeline's original age. Defaults to 0.
+	// +optional
+	Priority *int32 `json:"priority,omitempty"`
+
+	// priorityClassName names a PriorityClass whose value is used as priority.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	PriorityClassName string `json:"priorityClassName,omitempty"`
+}
+
+// Phase is one gang-scheduled step of a pipeline.
+//
+// +kubebuilder:validation:XValidation:rule="!has(self.dependsOn) || !self.dependsOn.exists(d, d == self.name)",message="a phase cannot depend on itself",fieldPath=".dependsOn"
+type Phase struct {
+	// name identifies the phase within the pipeline; it appears in pod names
+	// and in expressions as phases.<name> (or phases["<name>"]).
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:Pattern=`^[a-z]([-a-z0-9]*[a-z0-9])?$`
+	Name string `json:"name"`
+
+	// dependsOn lists the phases that must have ended (Succeeded or Skipped)
+	// before this phase is queued.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=32
+	// +kubebuilder:validation:items:MaxLength=32
+	// +kubebuilder:validation:items:Pattern=`^[a-z]([-a-z0-9]*[a-z0-9])?$`
+	DependsOn []string `json:"dependsOn,omitempty"`
+
+	// when is an expr-lang boolean expression evaluated once the phase's
+	// dependencies have ended; if it is false the phase is Skipped. It may
+	// read iteration and phases.<name>.{state,succeeded,failed,workers,outputs.<key>}.
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	When string `json:"when,omitempty"`
+
+	// gang sizes the phase's gang of workers.
+	// +required
+	Gang Gang `json:"gang"`
+
+	// template is the pod template of one worker. phasegang adds the node
+	// pinning, labels and the rank/world-size environment.
+	// +required
+	Template corev1.PodTemplateSpec `json:"template"`
+
+	// successPolicy says when the phase has succeeded: AllWorkers (default:
+	// every worker succeeded), Chief (worker 0 succeeded), or an expr-lang
+	// boolean expression over workers, succeeded, failed, running and outputs.
+	// +optional
+	// +kubebuilder:default=AllWorkers
+	// +kubebuilder:validation:MaxLength=1024
+	SuccessPolicy string `json:"successPolicy,omitempty"`
+
+	// outputs declares the keys this phase's workers report in their
+	// termination message (a JSON object). Only declared keys can be read by
+	// expressions, so a typo is caught when the spec is admitted.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=32
+	// +kubebuilder:validation:items:MinLength=1
+	// +kubebuilder:validation:items:MaxLength=63
+	Outputs []string `json:"outputs,omitempty"`
+
+	// maxRetries is how many times a failed phase is retried with a fresh gang.
+	// +optional
+	// +kubebuilder:default=0
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=100
+	MaxRetries int32 `json:"maxRetries,omitempty"`
+
+	// startTimeout bounds how long a reserved gang may take to have every
+	// worker Running; past it the reservation is released and the phase
+	// queued again (with backoff, keeping the pipeline's age).
+	// +optional
+	StartTimeout *metav1.Duration `json:"startTimeout,omitempty"`
+
+	// timeout bounds how long the phase may run once its gang is Running;
+	// past it the attempt fails.
+	// +optional
+	Timeout *metav1.Duration `json:"timeout,omitempty"`
+}
+
+// Gang sizes a phase's gang: it starts only when min workers can be placed
+// at once; an elastic gang (desired > min) grows toward desired as capacity
+// frees and gives back only its surplus above min.
+//
+// +kubebuilder:validation:XValidation:rule="!has(self.desired) || self.min <= self.desired",message="gang.min must be less than or equal to gang.desired",fieldPath=".min"
+type Gang struct {
+	// min is the number of workers without which the phase cannot start.
+	// +required
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=10000
+	Min int32 `json:"min"`
+
+	// desired is the number of workers the phase would like; defaults to min.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=10000
+	Desired *int32 `json:"desired,omitempty"`
+}
+
+// DesiredOrMin returns desired, or min when desired is unset.
+func (g Gang) DesiredOrMin() int32 {
+	if g.Desired != nil {
+		return *g.Desired
+	}
+	return g.Min
+}
+
+// Elastic reports whether the gang may run with fewer workers than desired.
+func (g Gang) Elastic() bool { return g.DesiredOrMin() > g.Min }
+
+// Iterate repeats a chain of phases.
+type Iterate struct {
+	// phases is the chain to repeat, for example [train, validate]. Within an
+	// iteration the chain's phases follow their dependsOn; iteration i+1
+	// starts after every chain phase of iteration i has ended.
+	// +required
+	// +listType=set
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=32
+	// +kubebuilder:validation:items:MaxLength=32
+	// +kubebuilder:validation:items:Pattern=`^[a-z]([-a-z0-9]*[a-z0-9])?$`
+	Phases []string `json:"phases"`
+
+	// until is an expr-lang boolean expression evaluated after each
+	// iteration; when true the loop stops (early stopping). It may read
+	// iteration and phases.<name>.
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	Until string `json:"until,omitempty"`
+
+	// maxIterations bounds the loop.
+	// +required
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=1000
+	MaxIterations int32 `json:"maxIterations"`
+}
+
+// Success policies that are not expressions.
+const (
+	SuccessPolicyAllWorkers = "AllWorkers"
+	SuccessPolicyChief      = "Chief"
+)
+
+// PhasedTrainingStatus is what phasegang observed and decided.
+type PhasedTrainingStatus struct {
+	// conditions are the pipeline's conditions (Queued, Running, Succeeded,
+	// Failed, Infeasible, Invalid).
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// observedGeneration is the spec generation this status describes.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// state summarizes the conditions in one word for tools such as Argo's
+	// successCondition: Pending, Queued, Running, Succeeded, Failed,
+	// Infeasible or Invalid. It is derived from conditions, never set alone.
+	// +optional
+	State PipelineState `json:"state,omitempty"`
+
+	// currentPhase names the phase(s) now queued or running.
+	// +optional
+	CurrentPhase string `json:"currentPhase,omitempty"`
+
+	// iteration is the current iteration of spec.iterate (0-based).
+	// +optional
+	Iteration int32 `json:"iteration,omitempty"`
+
+	// phases holds one entry per phase and iteration that has been considered.
+	// +optional
+	// +listType=atomic
+	Phases []PhaseStatus `json:"phases,omitempty"`
+
+	// traceID is the OpenTelemetry trace id of this pipeline, so a restarted
+	// controller continues the same trace.
+	// +optional
+	TraceID string `json:"traceID,omitempty"`
+}
+
+// PipelineState is the one-word summary of a PhasedTraining.
+// +kubebuilder:validation:Enum=Pending;Queued;Running;Succeeded;Failed;Infeasible;Invalid
+type PipelineState string
+
+// Pipeline states.
+const (
+	PipelinePending    PipelineState = "Pending"
+	PipelineQueued     PipelineState = "Queued"
+	PipelineRunning    PipelineState = "Running"
+	PipelineSucceeded  PipelineState = "Succeeded"
+	PipelineFailed     PipelineState = "Failed"
+	PipelineInfeasible PipelineState = "Infeasible"
+	PipelineInvalid    PipelineState = "Invalid"
+)
+
+// PhaseState is the state of one phase attempt.
+// +kubebuilder:validation:Enum=Pending;Queued;Running;Succeeded;Failed;Skipped
+type PhaseState string
+
+// Phase states.
+const (
+	// PhasePending: the phase waits for its dependencies.
+	PhasePending PhaseState = "Pending"
+	// PhaseQueued: the phase's gang waits in the engine's queue.
+	PhaseQueued PhaseState = "Queued"
+	// PhaseRunning: the gang is reserved and its workers are starting or running.
+	PhaseRunning PhaseState = "Running"
+	// PhaseSucceeded: the phase met its success policy.
+	PhaseSucceeded PhaseState = "Succeeded"
+	// PhaseFailed: the phase failed and has no retries left.
+	PhaseFailed PhaseState = "Failed"
+	// PhaseSkipped: the phase's when was false.
+	PhaseSkipped PhaseState = "Skipped"
+)
+
+// Ended reports whether the state is final.
+func (s PhaseState) Ended() bool {
+	return s == PhaseSucceeded || s == PhaseFailed || s == PhaseSkipped
+}
+
+// PhaseStatus is one phase in one iteration.
+type PhaseStatus struct {
+	// name is the phase's name.
+	// +required
+	Name string `json:"name"`
+	// iteration is the iterate loop's iteration (0 outside a loop).
+	// +optional
+	Iteration int32 `json:"iteration,omitempty"`
+	// attempt counts retries: 0 for the first attempt.
+	// +optional
+	Attempt int32 `json:"attempt,omitempty"`
+	// state is the phase's state.
+	// +required
+	State PhaseState `json:"state"`
+	// workers counts the gang's workers.
+	// +optional
+	Workers WorkerCounts `json:"workers,omitempty"`
+	// reservation maps node name to the number of this gang's workers
+	// reserved on it. It is written before any worker pod exists.
+	// +optional
+	Reservation map[string]int32 `json:"reservation,omitempty"`
+	// assignments lists, by worker index, the node reserved for each worker.
+	// +optional
+	// +listType=atomic
+	Assignments []string `json:"assignments,omitempty"`
+	// waitingFor says, with numbers, what a queued gang waits for.
+	// +optional
+	WaitingFor string `json:"waitingFor,omitempty"`
+	// message says why the phase ended as it did.
+	// +optional
+	Message string `json:"message,omitempty"`
+	// outputs are the declared outputs read from the workers' termination messages.
+	// +optional
+	Outputs map[string]string `json:"outputs,omitempty"`
+	// queuedTime is when the phase (this attempt) entered the queue.
+	// +optional
+	QueuedTime *metav1.Time `json:"queuedTime,omitempty"`
+	// notBefore delays queueing after a start timeout (backoff).
+	// +optional
+	NotBefore *metav1.Time `json:"notBefore,omitempty"`
+	// reservedTime is when the gang was reserved.
+	// +optional
+	ReservedTime *metav1.Time `json:"reservedTime,omitempty"`
+	// startTime is when every worker of the gang first ran.
+	// +optional
+	StartTime *metav1.Time `json:"startTime,omitempty"`
+	// endTime is when the phase ended.
+	// +optional
+	EndTime *metav1.Time `json:"endTime,omitempty"`
+}
+
+// WorkerCounts counts a gang's workers.
+type WorkerCounts struct {
+	// min is the gang's minimum size.
+	// +optional
+	Min int32 `json:"min,omitempty"`
+	// desired is the gang's desired size.
+	// +optional
+	Desired int32 `json:"desired,omitempty"`
+	// granted is how many workers are reserved now.
+	// +optional
+	Granted int32 `json:"granted,omitempty"`
+	// running is how many workers run.
+	// +optional
+	Running int32 `json:"running,omitempty"`
+	// succeeded is how many workers succeeded.
+	// +optional
+	Succeeded int32 `json:"succeeded,omitempty"`
+	// failed is how many workers failed.
+	// +optional
+	Failed int32 `json:"failed,omitempty"`
+}
+
+// ConditionType is the type of a PhasedTraining condition.
+type ConditionType string
+
+// Condition types. At most one of Queued, Running, Succeeded, Failed,
+// Infeasible and Invalid is True at a time; status.state names it.
+const (
+	ConditionQueued     ConditionType = "Queued"
+	ConditionRunning    ConditionType = "Running"
+	ConditionSucceeded  ConditionType = "Succeeded"
+	ConditionFailed     ConditionType = "Failed"
+	ConditionInfeasible ConditionType = "Infeasible"
+	ConditionInvalid    ConditionType = "Invalid"
+)
+
+// Condition reasons (CamelCase, as metav1.Condition requires).
+const (
+	ReasonWaitingForCapacity = "WaitingForCapacity"
+	ReasonBackoff            = "Backoff"
+	ReasonGangReserved       = "GangReserved"
+	ReasonPhaseRunning       = "PhaseRunning"
+	ReasonAllPhasesEnded     = "AllPhasesEnded"
+	ReasonPhaseFailed        = "PhaseFailed"
+	ReasonPhaseTimedOut      = "PhaseTimedOut"
+	ReasonExpressionError    = "ExpressionError"
+	ReasonGangNeverFits      = "GangNeverFits"
+	ReasonSpecInvalid        = "SpecInvalid"
+)

@@ -1,0 +1,351 @@
+package engine
+
+import (
+	"cmp"
+	"slices"
+	"time"
+)
+
+// cycle is one scheduling cycle. Its passes, in order:
+//
+//  1. release: drop grants whose phase ended or whose node is gone;
+//  2. admit: walk the queue in order and reserve each gang's min workers
+//     all at once, reclaiming younger gangs' elastic surplus if that is
+//     what it takes; a gang that does not fit is blocked, and the first
+//     blocked gang is the head. Gangs behind a blocked head backfill while
+//     the head is within its starvation bound; past it, the head fences
+//     the nodes it waits for and nobody behind it may use them;
+//  3. grow: elastic gangs that precede every blocked gang grow toward
+//     desired, oldest first, so surplus never takes what an older gang
+//     waits for;
+//  4. explain: every gang still queued gets a Wait with the numbers.
+func (s *State) cycle(now time.Time) Plan {
+	var plan Plan
+	s.releasePending(&plan)
+	s.sumFree()
+
+	order := make([]*gangReq, 0, len(s.queue))
+	for _, gr := range s.queue {
+		order = append(order, gr)
+	}
+	slices.SortFunc(order, func(a, b *gangReq) int { return compareQueue(&a.req, &b.req) })
+
+	reserved := map[GangKey]int{} // gang → index in plan.Reserves
+	var blocked []*gangReq
+	var head *gangReq
+	var fenced []bool
+	var backoff []*gangReq
+	for _, gr := range order {
+		if now.Before(gr.req.NotBefore) {
+			backoff = append(backoff, gr)
+			continue
+		}
+		c := s.class(gr)
+		if msg := s.infeasibility(gr, c); msg != "" {
+			plan.Infeasible = append(plan.Infeasible, Infeasible{Gang: gr.req.Gang, Message: msg})
+			continue
+		}
+		var fence []bool
+		if head != nil {
+			fence = fenced
+		}
+		p := s.place(gr, c, gr.req.Min, gr.req.Min, fence)
+		if p.nodes == nil {
+			p.nodes = s.reclaim(gr, c, fence, &plan)
+		}
+		if p.nodes != nil {
+			g := &grantState{gangReq: *gr}
+			s.take(g, p.nodes)
+			s.grants[gr.req.Gang] = g
+			delete(s.queue, gr.req.Gang)
+			reserved[gr.req.Gang] = len(plan.Reserves)
+			plan.Reserves = append(plan.Reserves, Reservation{Gang: gr.req.Gang, Workers: s.workerPlacements(0, p.nodes)})
+			continue
+		}
+		blocked = append(blocked, gr)
+		if head == nil {
+			head = gr
+			if now.Sub(gr.req.Queued) >= s.cfg.StarvationBound {
+				fenced = s.fenceFor(gr, c)
+			}
+		}
+	}
+	if fenced == nil {
+		s.fence = nil
+	}
+	plan.Fence = s.fence
+
+	s.grow(&plan, blocked, reserved)
+	s.explain(&plan, now, blocked, backoff, fenced != nil)
+	return plan
+}
+
+// releasePending drops the grants marked for release, in key order.
+func (s *State) releasePending(plan *Plan) {
+	keys := make([]GangKey, 0, len(s.pendingRelease))
+	for k := range s.pendingRelease {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, compareKeys)
+	for _, k := range keys {
+		pr := s.pendingRelease[k]
+		if g, ok := s.grants[k]; ok {
+			s.unreserve(g, len(g.workers))
+			delete(s.grants, k)
+			plan.Releases = append(plan.Releases, Release{Gang: k, Reason: pr.reason, Message: pr.message})
+		}
+		delete(s.pendingRelease, k)
+	}
+}
+
+// sumFree sets totalFree to the cluster's free capacity (negative free,
+// from an overcommitted ledger, counts as zero).
+func (s *State) sumFree() {
+	if cap(s.totalFree) < len(s.dimNames) {
+		s.totalFree = make([]int64, len(s.dimNames))
+	}
+	s.totalFree = s.totalFree[:len(s.dimNames)]
+	clear(s.totalFree)
+	for _, n := range s.nodes {
+		for d, v := range n.free {
+			if v > 0 {
+				s.totalFree[d] += v
+			}
+		}
+	}
+}
+
+func (s *State) workerPlacements(first int, nodes []int32) []WorkerPlacement {
+	out := make([]WorkerPlacement, len(nodes))
+	for i, n := range nodes {
+		out[i] = WorkerPlacement{Index: int32(first + i), Node: s.nodes[n].node.Name}
+	}
+	return out
+}
+
+// grow extends elastic grants toward desired. Only gangs that precede
+// every blocked gang in queue order grow: growth must never take capacity
+// an older or higher-priority waiting gang needs.
+func (s *State) grow(plan *Plan, blocked []*gangReq, reserved map[GangKey]int) {
+	var cands []*grantState
+	for _, g := range s.grants {
+		if int32(len(g.workers)) < g.req.Desired {
+			cands = append(cands, g)
+		}
+	}
+	slices.SortFunc(cands, func(a, b *grantState) int { return compareQueue(&a.req, &b.req) })
+	for _, g := range cands {
+		if len(blocked) > 0 && compareQueue(&g.req, &blocked[0].req) > 0 {
+			break
+		}
+		first := len(g.workers)
+		p := s.place(&g.gangReq, s.class(&g.gangReq), g.req.Desired-int32(first), 1, nil)
+		if p.nodes == nil {
+			continue
+		}
+		s.take(g, p.nodes)
+		added := s.workerPlacements(first, p.nodes)
+		if i, ok := reserved[g.req.Gang]; ok {
+			plan.Reserves[i].Workers = append(plan.Reserves[i].Workers, added...)
+		} else {
+			plan.Grows = append(plan.Grows, Reservation{Gang: g.req.Gang, Workers: added})
+		}
+	}
+}
+
+// surplusWorker is one worker above min of an elastic grant.
+type surplusWorker struct {
+	g     *grantState
+	index int // worker index in g.workers
+}
+
+// reclaim tries to make room for gr by shrinking the elastic surplus of
+// gangs behind it in queue order: the youngest (or lowest-priority) gang's
+// highest-index workers go first. It shrinks only if that lets gr fit, and
+// then as little as needed. It returns gr's placement, or nil.
+func (s *State) reclaim(gr *gangReq, c *nodeClass, fence []bool, plan *Plan) []int32 {
+	var donors []*grantState
+	for _, g := range s.grants {
+		if int32(len(g.workers)) > g.req.Min && compareQueue(&g.req, &gr.req) > 0 {
+			if _, releasing := s.pendingRelease[g.req.Gang]; !releasing {
+				donors = append(donors, g)
+			}
+		}
+	}
+	if len(donors) == 0 {
+		return nil
+	}
+	// Youngest first.
+	slices.SortFunc(donors, func(a, b *grantState) int { return compareQueue(&b.req, &a.req) })
+	var cands []surplusWorker
+	for _, g := range donors {
+		for i := len(g.workers) - 1; i >= int(g.req.Min); i-- {
+			if g.workers[i] >= 0 {
+				cands = append(cands, surplusWorker{g: g, index: i})
+			}
+		}
+	}
+	try := func(n int) placement {
+		s.adjust(cands[:n], +1)
+		p := s.place(gr, c, gr.req.Min, gr.req.Min, fence)
+		s.adjust(cands[:n], -1)
+		return p
+	}
+	if try(len(cands)).nodes == nil {
+		return nil
+	}
+	// Freeing more never hurts, so the shortest prefix that fits is found
+	// by binary search.
+	lo, hi := 1, len(cands)
+	for lo < hi {
+		mid := (lo + hi) / 2
+		if try(mid).nodes != nil {
+			hi = mid
+		} else {
+			lo = mid
+			lo++
+		}
+	}
+	p := try(lo)
+	shrunk := map[*grantState]int{}
+	for _, w := range cands[:lo] {
+		shrunk[w.g]++
+	}
+	for _, g := range donors {
+		k := shrunk[g]
+		if k == 0 {
+			continue
+		}
+		removed := s.give(g, k)
+		sh := Shrink{Gang: g.req.Gang, For: gr.req.Gang}
+		for j := len(removed) - 1; j >= 0; j-- {
+			sh.Workers = append(sh.Workers, WorkerPlacement{Index: int32(len(g.workers) + j), Node: s.nodes[removed[j]].node.Name})
+		}
+		plan.Shrinks = append(plan.Shrinks, sh)
+	}
+	return p.nodes
+}
+
+// adjust frees (+1) or re-charges (-1) the capacity of surplus workers,
+// for a what-if placement.
+func (s *State) adjust(ws []surplusWorker, sign int64) {
+	for _, w := range ws {
+		n := s.nodes[w.g.workers[w.index]]
+		for _, f := range w.g.fp {
+			n.free[f.dim] += sign * f.amt
+			s.totalFree[f.dim] += sign * f.amt
+		}
+	}
+}
+
+// fenceFor picks the nodes a starving head waits for, and returns the mask
+// of fenced node indices. The previous cycle's fence is kept while it is
+// still valid, so the set does not wander and the head's wait is bounded
+// by the longest phase running on it.
+func (s *State) fenceFor(head *gangReq, c *nodeClass) []bool {
+	potential := func(i int32) int64 {
+		n := s.nodes[i]
+		k := int64(head.req.Min)
+		for _, f := range head.fp {
+			k = min(k, (n.alloc[f.dim]-n.used[f.dim])/f.amt)
+		}
+		return max(k, 0)
+	}
+	inClass := map[int32]bool{}
+	for _, i := range c.nodes {
+		inClass[i] = true
+	}
+	var chosen []int32
+	if s.fence != nil && s.fence.Head == head.req.Gang {
+		var sum int64
+		for _, name := range s.fence.Nodes {
+			i, ok := s.nodeIdx[name]
+			if !ok || !inClass[int32(i)] {
+				sum = -1
+				break
+			}
+			chosen = append(chosen, int32(i))
+			sum += potential(int32(i))
+		}
+		if sum < int64(head.req.Min) {
+			chosen = nil
+		}
+	}
+	if chosen == nil {
+		// Nodes with the most room now drain soonest; ties by how much
+		// they could ever hold, then by name.
+		type cand struct {
+			i         int32
+			now, ever int64
+		}
+		cands := make([]cand, 0, len(c.nodes))
+		for _, i := range c.nodes {
+			if ever := potential(i); ever > 0 {
+				cands = append(cands, cand{i: i, now: capOf(s.nodes[i].free, head.fp, int64(head.req.Min)), ever: ever})
+			}
+		}
+		slices.SortFunc(cands, func(a, b cand) int {
+			return cmp.Or(cmp.Compare(b.now, a.now), cmp.Compare(b.ever, a.ever), cmp.Compare(a.i, b.i))
+		})
+		var sum int64
+		for _, cd := range cands {
+			if sum >= int64(head.req.Min) {
+				break
+			}
+			chosen = append(chosen, cd.i)
+			sum += cd.ever
+		}
+	}
+	mask := make([]bool, len(s.nodes))
+	f := &Fence{Head: head.req.Gang}
+	slices.Sort(chosen)
+	for _, i := range chosen {
+		mask[i] = true
+		f.Nodes = append(f.Nodes, s.nodes[i].node.Name)
+	}
+	s.fence = f
+	return mask
+}
+
+// explain builds a Wait for every gang that is still queued.
+func (s *State) explain(plan *Plan, now time.Time, blocked, backoff []*gangReq, starving bool) {
+	type stats struct {
+		fit, largest int64
+		nodes        int
+	}
+	cache := map[string]stats{}
+	for ahead, gr := range blocked {
+		c := s.class(gr)
+		key := gr.classKey + "\x00" + gr.fpKey + "\x00" + itoa(gr.req.Min)
+		st, ok := cache[key]
+		if !ok {
+			for _, i := range c.nodes {
+				k := capOf(s.nodes[i].free, gr.fp, int64(gr.req.Min))
+				if k > 0 {
+					st.fit += k
+					st.nodes++
+					st.largest = max(st.largest, k)
+				}
+			}
+			cache[key] = st
+		}
+		w := Wait{
+			Gang: gr.req.Gang, Reason: WaitCapacity, Ahead: ahead,
+			Min: gr.req.Min, Footprint: gr.req.Footprint,
+			FitNow: int32(min(st.fit, int64(gr.req.Min))), NodesWithRoom: st.nodes, LargestBlock: int32(st.largest),
+			MatchingNodes: len(c.nodes),
+		}
+		if ahead == 0 {
+			w.Starving = starving
+		} else if starving && st.fit >= int64(gr.req.Min) {
+			w.Reason = WaitBehindHead
+		}
+		plan.Waiting = append(plan.Waiting, w)
+	}
+	for _, gr := range backoff {
+		plan.Waiting = append(plan.Waiting, Wait{
+			Gang: gr.req.Gang, Reason: WaitBackoff, Min: gr.req.Min, Footprint: gr.req.Footprint,
+			MatchingNodes: len(s.class(gr).nodes), NotBefore: gr.req.NotBefore,
+		})
+	}
+}

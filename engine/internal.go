@@ -1,0 +1,289 @@
+package engine
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// nodeState is one node with its capacity as dense vectors indexed by dim.
+type nodeState struct {
+	node  Node
+	alloc []int64 // allocatable
+	used  []int64 // unmanaged pods
+	free  []int64 // alloc - used - grants
+	// grantCount is how many granted workers sit on the node; a node with
+	// none is "whole" and the placement heuristic keeps it for large gangs.
+	grantCount int32
+	// k8s is a minimal corev1.Node for kube-scheduler's affinity helpers.
+	k8s *corev1.Node
+}
+
+// dimAmt is one non-zero entry of a footprint.
+type dimAmt struct {
+	dim int
+	amt int64
+}
+
+// gangReq is a queued request with its footprint interned.
+type gangReq struct {
+	req      Request
+	fp       []dimAmt
+	fpKey    string
+	classKey string
+}
+
+// grantState is a ledger entry.
+type grantState struct {
+	gangReq
+	// workers[i] is the node index of worker i; -1 once its node is removed.
+	workers []int32
+}
+
+type pendingRelease struct {
+	reason  ReleaseReason
+	message string
+}
+
+// nodeClass is the set of nodes that pass one Constraints value.
+type nodeClass struct {
+	nodes []int32 // eligible node indices, in name order
+	// Why the others were rejected, for Infeasible messages.
+	rejectedAffinity, rejectedTaint, rejectedCordon int
+	// infeasible caches the empty-cluster check per footprint and min.
+	infeasible map[string]string
+}
+
+func compareStrings(a, b string) int { return strings.Compare(a, b) }
+
+func sortSearchNodes(nodes []*nodeState, name string) int {
+	return sort.Search(len(nodes), func(i int) bool { return nodes[i].node.Name >= name })
+}
+
+func (s *State) reindexNodes() {
+	s.nodeIdx = make(map[string]int, len(s.nodes))
+	for i, n := range s.nodes {
+		s.nodeIdx[n.node.Name] = i
+	}
+}
+
+// intern returns the dense index of a resource, adding it if new.
+func (s *State) intern(name ResourceName) int {
+	if d, ok := s.dims[name]; ok {
+		return d
+	}
+	d := len(s.dimNames)
+	s.dims[name] = d
+	s.dimNames = append(s.dimNames, name)
+	for _, n := range s.nodes {
+		n.alloc = append(n.alloc, 0)
+		n.used = append(n.used, 0)
+		n.free = append(n.free, 0)
+	}
+	return d
+}
+
+func (s *State) internAll(rl ResourceList) {
+	for _, name := range sortedNames(rl) {
+		s.intern(name)
+	}
+}
+
+func sortedNames(rl ResourceList) []ResourceName {
+	names := make([]ResourceName, 0, len(rl))
+	for n := range rl {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
+}
+
+func (s *State) vector(rl ResourceList) []int64 {
+	s.internAll(rl)
+	v := make([]int64, len(s.dimNames))
+	for name, amt := range rl {
+		v[s.intern(name)] = amt
+	}
+	return v
+}
+
+func (s *State) newNodeState(n Node) *nodeState {
+	ns := &nodeState{node: n}
+	ns.alloc = s.vector(n.Allocatable)
+	ns.used = s.vector(n.Used)
+	ns.free = make([]int64, len(ns.alloc))
+	for d := range ns.alloc {
+		ns.free[d] = ns.alloc[d] - ns.used[d]
+	}
+	ns.k8s = &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: n.Name, Labels: n.Labels},
+		Spec:       corev1.NodeSpec{Taints: n.Taints, Unschedulable: n.Unschedulable},
+	}
+	return ns
+}
+
+// recomputeFree rebuilds node i's free vector from scratch (after its
+// allocatable or unmanaged use changed).
+func (s *State) recomputeFree(i int) {
+	n := s.nodes[i]
+	for d := range n.free {
+		n.free[d] = n.alloc[d] - n.used[d]
+	}
+	n.grantCount = 0
+	for _, key := range s.grantKeys() {
+		g := s.grants[key]
+		for _, w := range g.workers {
+			if w == int32(i) {
+				n.grantCount++
+				for _, f := range g.fp {
+					n.free[f.dim] -= f.amt
+				}
+			}
+		}
+	}
+}
+
+func (s *State) newGangReq(r Request) *gangReq {
+	gr := &gangReq{req: r}
+	names := sortedNames(r.Footprint)
+	var b strings.Builder
+	for _, name := range names {
+		amt := r.Footprint[name]
+		if amt == 0 {
+			continue
+		}
+		gr.fp = append(gr.fp, dimAmt{dim: s.intern(name), amt: amt})
+		fmt.Fprintf(&b, "%s=%d;", name, amt)
+	}
+	gr.fpKey = b.String()
+	gr.classKey = constraintsKey(r.Constraints)
+	return gr
+}
+
+func (s *State) restoreGrant(g Grant) {
+	gs := &grantState{gangReq: *s.newGangReq(g.Request)}
+	lost := ""
+	for _, name := range g.Workers {
+		i, ok := s.nodeIdx[name]
+		if !ok {
+			gs.workers = append(gs.workers, -1)
+			lost = name
+			continue
+		}
+		gs.workers = append(gs.workers, int32(i))
+	}
+	s.reserveWorkers(gs, gs.workers)
+	s.grants[g.Gang] = gs
+	switch {
+	case lost != "":
+		s.pendingRelease[g.Gang] = pendingRelease{reason: ReleaseNodeLost, message: "node " + lost + " is gone"}
+	case g.Release:
+		s.pendingRelease[g.Gang] = pendingRelease{reason: ReleaseRequested, message: "released on request"}
+	}
+}
+
+// reserveWorkers charges the footprint of the given workers to their nodes.
+func (s *State) reserveWorkers(g *grantState, workers []int32) {
+	for _, w := range workers {
+		if w < 0 {
+			continue
+		}
+		n := s.nodes[w]
+		n.grantCount++
+		for _, f := range g.fp {
+			n.free[f.dim] -= f.amt
+		}
+	}
+}
+
+// unreserve gives back the top k workers of a grant and drops them.
+func (s *State) unreserve(g *grantState, k int) []int32 {
+	cut := len(g.workers) - k
+	removed := g.workers[cut:]
+	for _, w := range removed {
+		if w < 0 {
+			continue
+		}
+		n := s.nodes[w]
+		n.grantCount--
+		for _, f := range g.fp {
+			n.free[f.dim] += f.amt
+		}
+	}
+	g.workers = g.workers[:cut:cut]
+	return removed
+}
+
+func (s *State) grantKeys() []GangKey {
+	keys := make([]GangKey, 0, len(s.grants))
+	for k := range s.grants {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, compareKeys)
+	return keys
+}
+
+func (s *State) exportGrant(g *grantState) Grant {
+	out := Grant{Request: g.req, Workers: make([]string, len(g.workers))}
+	for i, w := range g.workers {
+		if w >= 0 {
+			out.Workers[i] = s.nodes[w].node.Name
+		}
+	}
+	_, out.Release = s.pendingRelease[g.req.Gang]
+	return out
+}
+
+func compareKeys(a, b GangKey) int {
+	return cmp.Or(
+		strings.Compare(a.Pipeline, b.Pipeline),
+		strings.Compare(a.Phase, b.Phase),
+		cmp.Compare(a.Iteration, b.Iteration),
+		cmp.Compare(a.Attempt, b.Attempt),
+	)
+}
+
+// compareQueue is the queue order: priority (higher first), then the
+// pipeline's creation time (older first; every phase carries it, so a later
+// phase keeps its pipeline's place), then the key for determinism.
+func compareQueue(a, b *Request) int {
+	if c := cmp.Compare(b.Priority, a.Priority); c != 0 {
+		return c
+	}
+	if c := a.Created.Compare(b.Created); c != 0 {
+		return c
+	}
+	return compareKeys(a.Gang, b.Gang)
+}
+
+// constraintsKey is a canonical string of a Constraints value, so gangs
+// with equal constraints share one node class.
+func constraintsKey(c Constraints) string {
+	if len(c.NodeSelector) == 0 && c.Affinity == nil && len(c.Tolerations) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	keys := make([]string, 0, len(c.NodeSelector))
+	for k := range c.NodeSelector {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		fmt.Fprintf(&b, "%s=%s,", k, c.NodeSelector[k])
+	}
+	b.WriteString("|")
+	if c.Affinity != nil && c.Affinity.NodeAffinity != nil {
+		b.WriteString(c.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.String())
+	}
+	b.WriteString("|")
+	for _, t := range c.Tolerations {
+		b.WriteString(t.String())
+		b.WriteString(",")
+	}
+	return b.String()
+}

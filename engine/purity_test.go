@@ -1,0 +1,70 @@
+package engine
+
+import (
+	"go/parser"
+	"go/token"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestEngineIsPure keeps the engine free of API clients and of the clock:
+// decisions must be reproducible from a snapshot.
+func TestEngineIsPure(t *testing.T) {
+	forbiddenImports := []string{"k8s.io/client-go", "sigs.k8s.io/controller-runtime", "net/http", "os/exec"}
+	files, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fset := token.NewFileSet()
+	checked := 0
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		src, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		file, err := parser.ParseFile(fset, f, src, parser.ImportsOnly)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checked++
+		for _, imp := range file.Imports {
+			path := strings.Trim(imp.Path.Value, `"`)
+			for _, bad := range forbiddenImports {
+				if path == bad || strings.HasPrefix(path, bad+"/") {
+					t.Errorf("%s imports %s: the engine must stay pure", f, path)
+				}
+			}
+		}
+		if strings.Contains(string(src), "time.Now(") {
+			t.Errorf("%s calls time.Now: time is an input to the engine", f)
+		}
+	}
+	if checked == 0 {
+		t.Fatal("no engine source files found")
+	}
+}
+
+// TestEngineDependenciesArePure checks the transitive imports too: a helper
+// library that pulled in client-go would break purity as surely as a
+// direct import.
+func TestEngineDependenciesArePure(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", ".").Output()
+	if err != nil {
+		t.Skipf("go list unavailable: %v", err)
+	}
+	deps := strings.Fields(string(out))
+	if len(deps) == 0 {
+		t.Fatal("go list -deps returned nothing")
+	}
+	for _, d := range deps {
+		if strings.HasPrefix(d, "k8s.io/client-go") || strings.HasPrefix(d, "sigs.k8s.io/controller-runtime") {
+			t.Errorf("engine depends on %s", d)
+		}
+	}
+}

@@ -1,0 +1,228 @@
+package engine
+
+import (
+	"slices"
+	"time"
+)
+
+// State is the engine's incremental view of one cluster: its nodes, their
+// free capacity, the ledger of grants and the queue of waiting gangs. The
+// simulator keeps one State for a whole run; Schedule builds a fresh one
+// from a Snapshot for callers that rebuild every cycle.
+//
+// A State is not safe for concurrent use.
+type State struct {
+	cfg Config
+
+	// Resource names are interned to dense indices so capacity checks are
+	// slice walks, not map lookups: the hot loop runs nodes × gangs times.
+	dims     map[ResourceName]int
+	dimNames []ResourceName
+
+	nodes   []*nodeState // in name order; removed nodes are dropped
+	nodeIdx map[string]int
+
+	grants map[GangKey]*grantState
+	queue  map[GangKey]*gangReq
+
+	// pendingRelease holds grants to release in the next cycle, with why.
+	pendingRelease map[GangKey]pendingRelease
+
+	// classes caches, per distinct Constraints, the nodes that pass them.
+	// Nodes change rarely; gangs share a handful of constraint sets.
+	classes map[string]*nodeClass
+
+	fence *Fence
+
+	// totalFree is the cluster's free capacity per dim during a cycle: a
+	// quick test that rejects gangs once the cluster is full.
+	totalFree []int64
+
+	// scratch buffers reused across placements to keep the hot path
+	// allocation-free.
+	capBuf []int32
+}
+
+// NewState builds a State from nodes and an existing ledger. Grants marked
+// Release, and grants with a worker on a node that is not in nodes, are
+// released by the first Cycle.
+func NewState(cfg Config, nodes []Node, ledger []Grant) *State {
+	s := &State{
+		cfg:            cfg,
+		dims:           map[ResourceName]int{},
+		nodeIdx:        map[string]int{},
+		grants:         map[GangKey]*grantState{},
+		queue:          map[GangKey]*gangReq{},
+		pendingRelease: map[GangKey]pendingRelease{},
+		classes:        map[string]*nodeClass{},
+	}
+	sorted := slices.Clone(nodes)
+	slices.SortFunc(sorted, func(a, b Node) int { return compareStrings(a.Name, b.Name) })
+	for _, n := range sorted {
+		s.internAll(n.Allocatable)
+		s.internAll(n.Used)
+	}
+	s.nodes = make([]*nodeState, 0, len(sorted))
+	for _, n := range sorted {
+		if _, dup := s.nodeIdx[n.Name]; dup {
+			continue
+		}
+		s.nodeIdx[n.Name] = len(s.nodes)
+		s.nodes = append(s.nodes, s.newNodeState(n))
+	}
+	for _, g := range ledger {
+		s.restoreGrant(g)
+	}
+	return s
+}
+
+// Schedule runs one pure scheduling cycle over a snapshot: it builds a
+// State, queues the snapshot's requests and returns the cycle's Plan.
+func Schedule(cfg Config, snap Snapshot) Plan {
+	s := NewState(cfg, snap.Nodes, snap.Ledger)
+	for _, r := range snap.Queue {
+		s.Submit(r)
+	}
+	s.fence = snap.Fence
+	return s.Cycle(snap.Now)
+}
+
+// Submit queues a gang for its first grant. Submitting a key that is queued
+// already replaces the queued request; a key that holds a grant is ignored.
+func (s *State) Submit(r Request) {
+	if _, granted := s.grants[r.Gang]; granted {
+		return
+	}
+	s.queue[r.Gang] = s.newGangReq(r)
+}
+
+// Withdraw removes a queued gang (its pipeline was deleted or failed).
+func (s *State) Withdraw(key GangKey) { delete(s.queue, key) }
+
+// Release drops a grant at once (its phase ended) and reports whether the
+// gang held one. Prefer MarkRelease when the release must appear in a Plan.
+func (s *State) Release(key GangKey) bool {
+	g, ok := s.grants[key]
+	if !ok {
+		return false
+	}
+	s.unreserve(g, len(g.workers))
+	delete(s.grants, key)
+	delete(s.pendingRelease, key)
+	return true
+}
+
+// MarkRelease asks the next Cycle to release a grant and list it in its Plan.
+func (s *State) MarkRelease(key GangKey) {
+	if _, ok := s.grants[key]; ok {
+		s.pendingRelease[key] = pendingRelease{reason: ReleaseRequested, message: "released on request"}
+	}
+}
+
+// AddNode adds a node, or replaces the node of the same name (its
+// allocatable, labels, taints or unmanaged use changed).
+func (s *State) AddNode(n Node) {
+	s.internAll(n.Allocatable)
+	s.internAll(n.Used)
+	ns := s.newNodeState(n)
+	if i, ok := s.nodeIdx[n.Name]; ok {
+		old := s.nodes[i]
+		ns.grantCount = old.grantCount
+		s.nodes[i] = ns
+		s.recomputeFree(i)
+	} else {
+		i := sortSearchNodes(s.nodes, n.Name)
+		s.nodes = slices.Insert(s.nodes, i, ns)
+		s.reindexNodes()
+		// Node indices at or above i moved up by one.
+		for _, g := range s.grants {
+			for j, w := range g.workers {
+				if w >= int32(i) {
+					g.workers[j] = w + 1
+				}
+			}
+		}
+	}
+	s.classes = map[string]*nodeClass{}
+}
+
+// RemoveNode deletes a node. Grants with a worker on it are released by the
+// next Cycle with reason NodeLost: a distributed job that lost a worker's
+// node cannot go on, and holding the rest of its gang would waste capacity.
+func (s *State) RemoveNode(name string) {
+	i, ok := s.nodeIdx[name]
+	if !ok {
+		return
+	}
+	s.nodes = slices.Delete(s.nodes, i, i+1)
+	s.reindexNodes()
+	s.classes = map[string]*nodeClass{}
+	for _, key := range s.grantKeys() {
+		g := s.grants[key]
+		for _, w := range g.workers {
+			if w == int32(i) {
+				s.pendingRelease[key] = pendingRelease{reason: ReleaseNodeLost, message: "node " + name + " was removed"}
+				break
+			}
+		}
+		// Node indices above i moved down by one.
+		for j, w := range g.workers {
+			switch {
+			case w == int32(i):
+				g.workers[j] = -1
+			case w > int32(i):
+				g.workers[j] = w - 1
+			}
+		}
+	}
+}
+
+// Cycle decides and applies one scheduling cycle at time now: the returned
+// Plan is already reflected in the State (the caller persists it).
+func (s *State) Cycle(now time.Time) Plan { return s.cycle(now) }
+
+// Grants returns a copy of the ledger, ordered by gang key.
+func (s *State) Grants() []Grant {
+	out := make([]Grant, 0, len(s.grants))
+	for _, key := range s.grantKeys() {
+		out = append(out, s.exportGrant(s.grants[key]))
+	}
+	return out
+}
+
+// Grant returns the grant of a gang, if any.
+func (s *State) Grant(key GangKey) (Grant, bool) {
+	g, ok := s.grants[key]
+	if !ok {
+		return Grant{}, false
+	}
+	return s.exportGrant(g), true
+}
+
+// Queued returns how many gangs wait for a first grant.
+func (s *State) Queued() int { return len(s.queue) }
+
+// Free returns a node's free capacity (allocatable minus unmanaged use minus
+// grants), or false if the node is unknown.
+func (s *State) Free(node string) (ResourceList, bool) {
+	i, ok := s.nodeIdx[node]
+	if !ok {
+		return nil, false
+	}
+	out := ResourceList{}
+	for d, v := range s.nodes[i].free {
+		if v != 0 || s.nodes[i].alloc[d] != 0 {
+			out[s.dimNames[d]] = v
+		}
+	}
+	return out, true
+}
+
+// Nodes returns the names of the known nodes, in name order.
+func (s *State) Nodes() []string {
+	out := make([]string, len(s.nodes))
+	for i, n := range s.nodes {
+		out[i] = n.node.Name
+	}
+	return out
+}

@@ -1,0 +1,227 @@
+package engine
+
+import (
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// ResourceName names a resource: "nvidia.com/gpu", "cpu", "memory", or any
+// extended resource.
+type ResourceName string
+
+// ResourceList maps resource names to amounts in milli-units (what
+// resource.Quantity.MilliValue returns): 1 GPU is 1000, 500m CPU is 500, 1Ki
+// of memory is 1024000. One unit for every resource keeps the engine free of
+// per-resource special cases.
+type ResourceList map[ResourceName]int64
+
+// Milli converts whole units to the engine's milli-units.
+func Milli(units int64) int64 { return units * 1000 }
+
+// GangKey identifies one attempt of one phase of one pipeline.
+type GangKey struct {
+	// Pipeline is "namespace/name" of the PhasedTraining.
+	Pipeline string
+	// Phase is the phase's name.
+	Phase string
+	// Iteration is the iterate loop's iteration (0 outside a loop).
+	Iteration int32
+	// Attempt counts retries (0 for the first attempt).
+	Attempt int32
+}
+
+func (k GangKey) String() string {
+	return fmt.Sprintf("%s/%s#%d.%d", k.Pipeline, k.Phase, k.Iteration, k.Attempt)
+}
+
+// Node is one node as the engine sees it.
+type Node struct {
+	Name   string
+	Labels map[string]string
+	Taints []corev1.Taint
+	// Unschedulable is spec.unschedulable (a cordoned node).
+	Unschedulable bool
+	// Allocatable is status.allocatable.
+	Allocatable ResourceList
+	// Used is the sum of the requests of the node's non-terminal pods that
+	// phasegang does not manage: capacity the engine must not promise.
+	Used ResourceList
+}
+
+// Constraints restrict the nodes a worker may use; they are the worker pod
+// template's own scheduling fields, evaluated with kube-scheduler's helpers.
+type Constraints struct {
+	NodeSelector map[string]string
+	Affinity     *corev1.Affinity
+	Tolerations  []corev1.Toleration
+}
+
+// Request is one gang that wants capacity: a phase attempt that is queued, or
+// a granted elastic gang that may grow.
+type Request struct {
+	Gang GangKey
+	// Priority orders the queue: higher first.
+	Priority int32
+	// Created is the pipeline's creation time. Every phase of a pipeline
+	// carries it, so a later phase keeps the pipeline's place in the queue.
+	Created time.Time
+	// Queued is when this phase attempt entered the queue; the starvation
+	// bound is measured from it.
+	Queued time.Time
+	// NotBefore holds the request back until then (backoff after a start
+	// timeout).
+	NotBefore time.Time
+	// Min and Desired size the gang; 1 <= Min <= Desired.
+	Min, Desired int32
+	// Footprint is one worker's effective pod request (containers, sidecars,
+	// init containers and overhead, as kube-scheduler computes it).
+	Footprint ResourceList
+	// Constraints restrict the nodes a worker may use.
+	Constraints Constraints
+}
+
+// Grant is a reservation in the ledger: the nodes of a gang's workers.
+type Grant struct {
+	Request
+	// Workers[i] is the node reserved for worker i. len(Workers) is the
+	// granted size, between Min and Desired.
+	Workers []string
+	// Release asks the engine to release the grant in this cycle (the phase
+	// ended, the pipeline was deleted, or the gang missed its start timeout).
+	Release bool
+}
+
+// Snapshot is everything one scheduling cycle reads.
+type Snapshot struct {
+	// Now is the cycle's time; the engine never reads the clock.
+	Now   time.Time
+	Nodes []Node
+	// Ledger holds the current grants, rebuilt from PhasedTraining statuses.
+	Ledger []Grant
+	// Queue holds the gangs waiting for a first grant.
+	Queue []Request
+	// Fence is the previous cycle's Plan.Fence (may be nil); carrying it
+	// keeps a starving head's drain set stable from cycle to cycle.
+	Fence *Fence
+}
+
+// Config tunes the policy.
+type Config struct {
+	// StarvationBound is how long the head of the queue may wait while
+	// smaller gangs backfill around it. Past it, no gang is admitted onto
+	// the nodes the head is waiting for. Zero means strict order.
+	StarvationBound time.Duration
+}
+
+// DefaultConfig is the configuration used when none is given.
+func DefaultConfig() Config { return Config{StarvationBound: 10 * time.Minute} }
+
+// Plan is the engine's decision for one cycle. Apply Releases first, then
+// Shrinks, then Reserves and Grows.
+type Plan struct {
+	// Releases are grants to drop: their phase ended, or a worker's node is gone.
+	Releases []Release
+	// Reserves are new grants: every worker of the gang placed at once.
+	Reserves []Reservation
+	// Grows add workers to granted elastic gangs.
+	Grows []Reservation
+	// Shrinks remove surplus workers (above Min) from elastic gangs.
+	Shrinks []Shrink
+	// Waiting explains every queued gang that got nothing.
+	Waiting []Wait
+	// Infeasible lists gangs that cannot fit even in the empty cluster.
+	Infeasible []Infeasible
+	// Fence is the drain set of a starving head, to pass to the next cycle.
+	Fence *Fence
+}
+
+// Release drops a whole grant.
+type Release struct {
+	Gang   GangKey
+	Reason ReleaseReason
+	// Message says why, for events and status.
+	Message string
+}
+
+// ReleaseReason says why a grant was released.
+type ReleaseReason string
+
+// Release reasons.
+const (
+	ReleaseRequested ReleaseReason = "Requested"
+	ReleaseNodeLost  ReleaseReason = "NodeLost"
+)
+
+// Reservation places workers of a gang. For a Reserve, Workers holds every
+// worker of the new grant (indices 0..n-1); for a Grow, the added workers,
+// with indices continuing the grant's.
+type Reservation struct {
+	Gang    GangKey
+	Workers []WorkerPlacement
+}
+
+// WorkerPlacement pins one worker index to one node.
+type WorkerPlacement struct {
+	Index int32
+	Node  string
+}
+
+// Shrink removes the highest-index workers of an elastic grant.
+type Shrink struct {
+	Gang GangKey
+	// Workers are the removed workers (highest indices first).
+	Workers []WorkerPlacement
+	// For is the gang that needed the capacity.
+	For GangKey
+}
+
+// Fence is the set of nodes reserved for draining toward a starving head.
+type Fence struct {
+	Head  GangKey
+	Nodes []string
+}
+
+// WaitReason says why a queued gang got nothing.
+type WaitReason string
+
+// Wait reasons.
+const (
+	// WaitCapacity: not enough free capacity on matching nodes now.
+	WaitCapacity WaitReason = "Capacity"
+	// WaitBehindHead: it would fit, but on nodes drained for a starving head.
+	WaitBehindHead WaitReason = "BehindStarvingHead"
+	// WaitBackoff: the request's NotBefore has not passed.
+	WaitBackoff WaitReason = "Backoff"
+)
+
+// Wait explains, with numbers, why a gang is still queued.
+type Wait struct {
+	Gang   GangKey
+	Reason WaitReason
+	// Ahead is how many queued gangs are ahead of this one.
+	Ahead int
+	// Min is the number of workers needed at once; Footprint is one worker's.
+	Min       int32
+	Footprint ResourceList
+	// FitNow is how many of its workers fit on free capacity now, across
+	// NodesWithRoom nodes; LargestBlock is the most on any one node.
+	FitNow        int32
+	NodesWithRoom int
+	LargestBlock  int32
+	// MatchingNodes is how many nodes pass the constraints.
+	MatchingNodes int
+	// Starving is true when the gang is the head and past the starvation
+	// bound: the nodes in Plan.Fence are draining for it.
+	Starving bool
+	// NotBefore is when a gang in backoff may be placed again.
+	NotBefore time.Time
+}
+
+// Infeasible says why a gang cannot fit even in the empty cluster.
+type Infeasible struct {
+	Gang GangKey
+	// Message is a sentence with the numbers.
+	Message string
+}

@@ -1,0 +1,467 @@
+package phases
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/phasegang/phasegang/apis/v1alpha1"
+)
+
+// Error classes reported by Validate, one per check. The CLI's invalid
+// examples mirror this list (each example triggers one class); the exact
+// strings are pinned in validate_test.go.
+//
+//	phases-empty          spec.phases: Required value
+//	phases-too-many       spec.phases: Too many (more than 32)
+//	name-required         spec.phases[i].name: Required value
+//	name-syntax           spec.phases[i].name: Invalid value (not a DNS-1123 label starting with a letter)
+//	name-too-long         spec.phases[i].name: Invalid value (more than 32 characters)
+//	name-duplicate        spec.phases[i].name: Duplicate value
+//	gang-min              spec.phases[i].gang.min: Invalid value (< 1)
+//	gang-desired          spec.phases[i].gang.desired: Invalid value (< min)
+//	template-containers   spec.phases[i].template.spec.containers: Required value
+//	max-retries           spec.phases[i].maxRetries: Invalid value (< 0)
+//	timeout               spec.phases[i].timeout / startTimeout: Invalid value (<= 0)
+//	depends-unknown       spec.phases[i].dependsOn[j]: Invalid value: unknown phase
+//	depends-self          spec.phases[i].dependsOn[j]: Invalid value: depends on itself
+//	depends-duplicate     spec.phases[i].dependsOn[j]: Duplicate value
+//	depends-cycle         spec.phases[i].dependsOn[j]: Invalid value: dependency cycle a → b → a
+//	output-identifier     spec.phases[i].outputs[j]: Invalid value (not an identifier)
+//	output-duplicate      spec.phases[i].outputs[j]: Duplicate value
+//	when-expr             spec.phases[i].when: Invalid value (expr compile/type error)
+//	policy-expr           spec.phases[i].successPolicy: Invalid value (expr error, or AllWorkers/Chief miscased)
+//	priority-both         spec.priorityClassName: Forbidden (with spec.priority)
+//	iterate-empty         spec.iterate.phases: Required value
+//	iterate-unknown       spec.iterate.phases[j]: Invalid value: unknown phase
+//	iterate-duplicate     spec.iterate.phases[j]: Duplicate value
+//	iterate-max           spec.iterate.maxIterations: Invalid value (< 1)
+//	iterate-open          spec.iterate.phases: Invalid value (a phase outside the chain is between two chain phases)
+//	until-expr            spec.iterate.until: Invalid value (expr compile/type error)
+var ErrorClasses = []string{
+	"phases-empty", "phases-too-many",
+	"name-required", "name-syntax", "name-too-long", "name-duplicate",
+	"gang-min", "gang-desired", "template-containers", "max-retries", "timeout",
+	"depends-unknown", "depends-self", "depends-duplicate", "depends-cycle",
+	"output-identifier", "output-duplicate",
+	"when-expr", "policy-expr", "priority-both",
+	"iterate-empty", "iterate-unknown", "iterate-duplicate", "iterate-max", "iterate-open", "until-expr",
+}
+
+const (
+	maxPhases     = 32
+	maxNameLength = 32
+)
+
+var (
+	// nameRE is the CRD's pattern: a DNS-1123 label that starts with a
+	// letter, so that a name can never look like a number in an expression.
+	nameRE       = regexp.MustCompile(`^[a-z]([-a-z0-9]*[a-z0-9])?$`)
+	identifierRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+)
+
+// Validate returns every problem of pt's spec, each with a field path rooted
+// at "spec". It is Compile without the result, so admission and the
+// controller can never disagree on what is valid.
+func Validate(pt *v1alpha1.PhasedTraining) field.ErrorList {
+	_, errs := Compile(pt)
+	return errs
+}
+
+// Compile validates pt's spec and builds its Pipeline, compiling every
+// expression once. The Pipeline is nil when the list is not empty. Compile
+// does not stop at the first error: a user fixing a spec wants every
+// problem at once.
+func Compile(pt *v1alpha1.PhasedTraining) (*Pipeline, field.ErrorList) {
+	root := field.NewPath("spec")
+	if pt == nil {
+		return nil, field.ErrorList{field.Required(root, "a PhasedTraining is required")}
+	}
+	spec := &pt.Spec
+	pp := root.Child("phases")
+	var errs field.ErrorList
+
+	n := len(spec.Phases)
+	if n == 0 {
+		errs = append(errs, field.Required(pp, "must have at least one phase"))
+	}
+	if n > maxPhases {
+		errs = append(errs, field.TooMany(pp, n, maxPhases))
+	}
+
+	// names[i] is phase i's name for lookups, "" when empty or a duplicate
+	// (the first phase with a name wins).
+	names := make([]string, n)
+	index := map[string]int{}
+	keys := make([][]string, n)
+	for i := range spec.Phases {
+		ph := &spec.Phases[i]
+		p := pp.Index(i)
+		errs = append(errs, validateName(p.Child("name"), ph.Name)...)
+		if ph.Name != "" {
+			if _, dup := index[ph.Name]; dup {
+				errs = append(errs, field.Duplicate(p.Child("name"), ph.Name))
+			} else {
+				index[ph.Name] = i
+				names[i] = ph.Name
+			}
+		}
+
+		if ph.Gang.Min < 1 {
+			errs = append(errs, field.Invalid(p.Child("gang", "min"), ph.Gang.Min, "must be at least 1"))
+		}
+		if ph.Gang.Desired != nil && *ph.Gang.Desired < ph.Gang.Min {
+			errs = append(errs, field.Invalid(p.Child("gang", "desired"), *ph.Gang.Desired,
+				fmt.Sprintf("must be greater than or equal to gang.min (%d)", ph.Gang.Min)))
+		}
+		if len(ph.Template.Spec.Containers) == 0 {
+			errs = append(errs, field.Required(p.Child("template", "spec", "containers"), "must have at least one container"))
+		}
+		if ph.MaxRetries < 0 {
+			errs = append(errs, field.Invalid(p.Child("maxRetries"), ph.MaxRetries, "must be 0 or more"))
+		}
+		if ph.Timeout != nil && ph.Timeout.Duration <= 0 {
+			errs = append(errs, field.Invalid(p.Child("timeout"), ph.Timeout.Duration.String(), "must be greater than 0 when set"))
+		}
+		if ph.StartTimeout != nil && ph.StartTimeout.Duration <= 0 {
+			errs = append(errs, field.Invalid(p.Child("startTimeout"), ph.StartTimeout.Duration.String(), "must be greater than 0 when set"))
+		}
+
+		seen := map[string]bool{}
+		for j, k := range ph.Outputs {
+			kp := p.Child("outputs").Index(j)
+			switch {
+			case !identifierRE.MatchString(k):
+				errs = append(errs, field.Invalid(kp, k, "must be an identifier: a letter or '_' followed by letters, digits or '_'"))
+			case seen[k]:
+				errs = append(errs, field.Duplicate(kp, k))
+			default:
+				seen[k] = true
+				keys[i] = append(keys[i], k)
+			}
+		}
+	}
+
+	// Dependencies.
+	deps := make([][]int, n)
+	depIdx := make([][]int, n) // depIdx[i][k] is the dependsOn index of deps[i][k]
+	for i := range spec.Phases {
+		ph := &spec.Phases[i]
+		seen := map[string]bool{}
+		for j, d := range ph.DependsOn {
+			dp := pp.Index(i).Child("dependsOn").Index(j)
+			t, ok := index[d]
+			switch {
+			case d == ph.Name:
+				errs = append(errs, field.Invalid(dp, d, "a phase cannot depend on itself"))
+			case seen[d]:
+				errs = append(errs, field.Duplicate(dp, d))
+			case !ok:
+				errs = append(errs, field.Invalid(dp, d, unknownPhase(d, names)))
+			default:
+				deps[i] = append(deps[i], t)
+				depIdx[i] = append(depIdx[i], j)
+			}
+			seen[d] = true
+		}
+	}
+	cyclic := false
+	for _, c := range findCycles(deps) {
+		cyclic = true
+		path := make([]string, len(c.path))
+		for k, i := range c.path {
+			path[k] = spec.Phases[i].Name
+		}
+		from := c.from
+		j := depIdx[from][c.edge]
+		errs = append(errs, field.Invalid(pp.Index(from).Child("dependsOn").Index(j), spec.Phases[from].DependsOn[j],
+			"dependency cycle "+strings.Join(path, " → ")))
+	}
+
+	// ancestors[i][k]: phase k must end before phase i starts.
+	var ancestors [][]bool
+	if !cyclic {
+		ancestors = closure(deps)
+	}
+
+	// Iterate.
+	inLoop := make([]bool, n)
+	var chain []int
+	if it := spec.Iterate; it != nil {
+		ip := root.Child("iterate")
+		if len(it.Phases) == 0 {
+			errs = append(errs, field.Required(ip.Child("phases"), "must name at least one phase to repeat"))
+		}
+		seen := map[string]bool{}
+		for j, name := range it.Phases {
+			jp := ip.Child("phases").Index(j)
+			i, ok := index[name]
+			switch {
+			case seen[name]:
+				errs = append(errs, field.Duplicate(jp, name))
+			case !ok:
+				errs = append(errs, field.Invalid(jp, name, unknownPhase(name, names)))
+			default:
+				inLoop[i] = true
+			}
+			seen[name] = true
+		}
+		for i := range inLoop {
+			if inLoop[i] {
+				chain = append(chain, i)
+			}
+		}
+		if it.MaxIterations < 1 {
+			errs = append(errs, field.Invalid(ip.Child("maxIterations"), it.MaxIterations, "must be at least 1"))
+		}
+		if ancestors != nil {
+			errs = append(errs, checkClosed(ip.Child("phases"), spec, it.Phases, inLoop, ancestors)...)
+		}
+	}
+
+	if len(spec.PriorityClassName) > 0 && spec.Priority != nil {
+		errs = append(errs, field.Forbidden(root.Child("priorityClassName"), "may not be set together with spec.priority: set one of them"))
+	}
+
+	// Expressions, against the types of this spec.
+	env := buildEnv(names, keys)
+	compiled := make([]*CompiledPhase, n)
+	for i := range spec.Phases {
+		ph := &spec.Phases[i]
+		p := pp.Index(i)
+		c := &CompiledPhase{Index: i, Name: ph.Name, Spec: *ph.DeepCopy(), Path: p, InLoop: inLoop[i], deps: deps[i]}
+		if ph.Timeout != nil {
+			c.Timeout = ph.Timeout.Duration
+		}
+		if ph.StartTimeout != nil {
+			c.StartTimeout = ph.StartTimeout.Duration
+		}
+		if ph.When != "" {
+			prog, err := env.compileExpr(ph.When, env.graph, "")
+			if err != nil {
+				errs = append(errs, field.Invalid(p.Child("when"), ph.When, err.Error()))
+			}
+			c.when = prog
+		}
+		switch ph.SuccessPolicy {
+		case "", v1alpha1.SuccessPolicyAllWorkers:
+			c.policy = policyAllWorkers
+		case v1alpha1.SuccessPolicyChief:
+			c.policy = policyChief
+		default:
+			c.policy = policyExpr
+			if hint := miscased(ph.SuccessPolicy); hint != "" {
+				errs = append(errs, field.Invalid(p.Child("successPolicy"), ph.SuccessPolicy,
+					fmt.Sprintf("must be AllWorkers, Chief or a boolean expression (did you mean %s?)", hint)))
+				break
+			}
+			prog, err := env.compileExpr(ph.SuccessPolicy, env.policy[i], names[i])
+			if err != nil {
+				errs = append(errs, field.Invalid(p.Child("successPolicy"), ph.SuccessPolicy, err.Error()))
+			}
+			c.expr = prog
+		}
+		compiled[i] = c
+	}
+	var lp *loop
+	if it := spec.Iterate; it != nil {
+		lp = &loop{chain: chain, maxIterations: it.MaxIterations}
+		if it.Until != "" {
+			prog, err := env.compileExpr(it.Until, env.graph, "")
+			if err != nil {
+				errs = append(errs, field.Invalid(root.Child("iterate", "until"), it.Until, err.Error()))
+			}
+			lp.until = prog
+		}
+	}
+
+	if len(errs) > 0 {
+		return nil, errs
+	}
+	pl := &Pipeline{phases: compiled, byName: map[string]*CompiledPhase{}, loop: lp, env: env}
+	for i, c := range compiled {
+		pl.byName[c.Name] = c
+		if !c.InLoop {
+			for _, k := range chain {
+				if ancestors[i][k] {
+					c.AfterLoop = true
+				}
+			}
+		}
+	}
+	return pl, nil
+}
+
+func validateName(p *field.Path, name string) field.ErrorList {
+	switch {
+	case name == "":
+		return field.ErrorList{field.Required(p, "every phase needs a name")}
+	case len(name) > maxNameLength:
+		return field.ErrorList{field.Invalid(p, name, fmt.Sprintf("must be at most %d characters", maxNameLength))}
+	case !nameRE.MatchString(name):
+		return field.ErrorList{field.Invalid(p, name, "must be lowercase letters, digits and '-', start with a letter and end with a letter or digit (e.g. 'train', 'eval-2')")}
+	}
+	return nil
+}
+
+func miscased(policy string) string {
+	for _, k := range []string{v1alpha1.SuccessPolicyAllWorkers, v1alpha1.SuccessPolicyChief} {
+		if strings.EqualFold(policy, k) {
+			return k
+		}
+	}
+	return ""
+}
+
+// unknownPhase says a name is unknown, suggesting a close one: most unknown
+// names are typos.
+func unknownPhase(name string, names []string) string {
+	best, bestD := "", 3
+	for _, n := range names {
+		if n == "" {
+			continue
+		}
+		if d := editDistance(name, n); d < bestD {
+			best, bestD = n, d
+		}
+	}
+	if best != "" {
+		return fmt.Sprintf("unknown phase (did you mean %q?)", best)
+	}
+	return "unknown phase"
+}
+
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
+
+type cycle struct {
+	// path lists phase indexes in run order, first == last.
+	path []int
+	// from is the phase whose dependsOn entry closes the cycle, edge the
+	// index of that entry in deps[from].
+	from, edge int
+}
+
+// findCycles reports one cycle per back edge of a depth-first search that
+// follows dependsOn in spec order. The path is printed in run order
+// (a → b means b depends on a), which is how users think of a pipeline.
+func findCycles(deps [][]int) []cycle {
+	const (
+		white = iota
+		grey
+		black
+	)
+	color := make([]int, len(deps))
+	var stack []int
+	var out []cycle
+	var visit func(i int)
+	visit = func(i int) {
+		color[i] = grey
+		stack = append(stack, i)
+		for k, d := range deps[i] {
+			switch color[d] {
+			case white:
+				visit(d)
+			case grey:
+				start := len(stack) - 1
+				for stack[start] != d {
+					start--
+				}
+				path := append(append([]int(nil), stack[start:]...), d)
+				// stack is in dependsOn order (i depends on stack[top-1]...);
+				// reverse to run order.
+				for l, r := 0, len(path)-1; l < r; l, r = l+1, r-1 {
+					path[l], path[r] = path[r], path[l]
+				}
+				out = append(out, cycle{path: path, from: i, edge: k})
+			}
+		}
+		stack = stack[:len(stack)-1]
+		color[i] = black
+	}
+	for i := range deps {
+		if color[i] == white {
+			visit(i)
+		}
+	}
+	return out
+}
+
+// closure returns anc[i][k] = true when phase k is a (transitive)
+// dependency of phase i. deps must be acyclic.
+func closure(deps [][]int) [][]bool {
+	n := len(deps)
+	anc := make([][]bool, n)
+	done := make([]bool, n)
+	var visit func(i int)
+	visit = func(i int) {
+		if done[i] {
+			return
+		}
+		done[i] = true
+		anc[i] = make([]bool, n)
+		for _, d := range deps[i] {
+			visit(d)
+			anc[i][d] = true
+			for k, ok := range anc[d] {
+				if ok {
+					anc[i][k] = true
+				}
+			}
+		}
+	}
+	for i := range deps {
+		visit(i)
+	}
+	return anc
+}
+
+// checkClosed rejects a phase outside the chain that is both downstream of
+// a chain phase and upstream of one: it would have to run inside every
+// iteration, yet it is declared to run once.
+func checkClosed(p *field.Path, spec *v1alpha1.PhasedTrainingSpec, chainNames []string, inLoop []bool, anc [][]bool) field.ErrorList {
+	var errs field.ErrorList
+	for x := range spec.Phases {
+		if inLoop[x] {
+			continue
+		}
+		up, down := -1, -1
+		for k := range spec.Phases {
+			if !inLoop[k] {
+				continue
+			}
+			if up < 0 && anc[x][k] {
+				up = k
+			}
+			if down < 0 && anc[k][x] {
+				down = k
+			}
+		}
+		if up >= 0 && down >= 0 {
+			name := spec.Phases[x].Name
+			errs = append(errs, field.Invalid(p, chainNames, fmt.Sprintf(
+				"phase %s runs after loop phase %s and before loop phase %s, so it would have to run inside the loop: add it to iterate.phases or remove one of those dependencies",
+				name, spec.Phases[up].Name, spec.Phases[down].Name)))
+		}
+	}
+	return errs
+}

@@ -1,0 +1,205 @@
+package crd_test
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	crdvalidation "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/validation"
+	structuralschema "k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
+	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/cel"
+	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/cel/model"
+	structuraldefaulting "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/defaulting"
+	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/listtype"
+	schemaobjectmeta "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/objectmeta"
+	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/pruning"
+	apiservervalidation "k8s.io/apiextensions-apiserver/pkg/apiserver/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	celconfig "k8s.io/apiserver/pkg/apis/cel"
+	"k8s.io/apiserver/pkg/cel/environment"
+	"sigs.k8s.io/yaml"
+
+	"github.com/phasegang/phasegang/apis/v1alpha1"
+)
+
+// crdPath is the generated CRD; `make manifests` writes it.
+var crdPath = filepath.Join("..", "..", "config", "crd", "bases", "phasegang.dev_phasedtrainings.yaml")
+
+// apiServer is the part of an API server that admits PhasedTrainings: the
+// CRD's structural schema, its OpenAPI validator and its compiled CEL rules.
+type apiServer struct {
+	structural *structuralschema.Structural
+	schema     apiservervalidation.SchemaValidator
+	cel        *cel.Validator
+}
+
+// loadCRD reads the generated CRD and converts it to the internal types the
+// API server validates.
+func loadCRD(t testing.TB) *apiextensions.CustomResourceDefinition {
+	t.Helper()
+	data, err := os.ReadFile(crdPath)
+	if err != nil {
+		t.Fatalf("read CRD (run `make manifests`): %v", err)
+	}
+	var v1 apiextensionsv1.CustomResourceDefinition
+	if err := yaml.UnmarshalStrict(data, &v1); err != nil {
+		t.Fatalf("decode CRD: %v", err)
+	}
+	var internal apiextensions.CustomResourceDefinition
+	if err := apiextensionsv1.Convert_v1_CustomResourceDefinition_To_apiextensions_CustomResourceDefinition(&v1, &internal, nil); err != nil {
+		t.Fatalf("convert CRD: %v", err)
+	}
+	return &internal
+}
+
+// newAPIServer builds the admission pieces for the CRD's v1alpha1 version the
+// way the apiextensions-apiserver does when the CRD is established.
+func newAPIServer(t testing.TB) *apiServer {
+	t.Helper()
+	crd := loadCRD(t)
+	var props *apiextensions.JSONSchemaProps
+	for _, v := range crd.Spec.Versions {
+		if v.Name == v1alpha1.GroupVersion.Version && v.Schema != nil {
+			props = v.Schema.OpenAPIV3Schema
+		}
+	}
+	if props == nil && crd.Spec.Validation != nil {
+		props = crd.Spec.Validation.OpenAPIV3Schema
+	}
+	if props == nil {
+		t.Fatalf("CRD has no schema for %s", v1alpha1.GroupVersion.Version)
+	}
+	structural, err := structuralschema.NewStructural(props)
+	if err != nil {
+		t.Fatalf("structural schema: %v", err)
+	}
+	sv, _, err := apiservervalidation.NewSchemaValidator(props)
+	if err != nil {
+		t.Fatalf("schema validator: %v", err)
+	}
+	return &apiServer{
+		structural: structural,
+		schema:     sv,
+		cel:        cel.NewValidator(structural, true, celconfig.PerCallLimit),
+	}
+}
+
+// create admits obj as a create request would (customResourceStrategy.Validate
+// after decoding): prune unknown fields, apply schema defaults, validate the
+// OpenAPI schema, embedded object metadata and list-map/set invariants, and
+// then, unless an earlier error blocks them, the CEL rules.
+func (s *apiServer) create(obj map[string]any) field.ErrorList {
+	pruning.Prune(obj, s.structural, true)
+	structuraldefaulting.Default(obj, s.structural)
+
+	var errs field.ErrorList
+	errs = append(errs, apiservervalidation.ValidateCustomResource(nil, obj, s.schema)...)
+	errs = append(errs, schemaobjectmeta.Validate(context.Background(), nil, obj, s.structural, false)...)
+	errs = append(errs, listtype.ValidateListSetsAndMaps(nil, s.structural, obj)...)
+	for _, e := range errs {
+		switch e.Type {
+		case field.ErrorTypeNotSupported, field.ErrorTypeRequired, field.ErrorTypeTooLong, field.ErrorTypeTooMany, field.ErrorTypeTypeInvalid:
+			// The API server skips CEL when these are present.
+			return errs
+		}
+	}
+	celErrs, _ := s.cel.Validate(context.Background(), nil, s.structural, obj, nil, celconfig.RuntimeCELCostBudget)
+	return append(errs, celErrs...)
+}
+
+// toUnstructured turns a typed object into the JSON map an API server sees.
+func toUnstructured(t testing.TB, pt *v1alpha1.PhasedTraining) map[string]any {
+	t.Helper()
+	data, err := json.Marshal(pt)
+	if err != nil {
+		t.Fatalf("marshal: %v", err)
+	}
+	var obj map[string]any
+	if err := json.Unmarshal(data, &obj); err != nil {
+		t.Fatalf("unmarshal: %v", err)
+	}
+	// metav1.Time marshals its zero value as null; a client never sends it.
+	if md, ok := obj["metadata"].(map[string]any); ok {
+		delete(md, "creationTimestamp")
+	}
+	return obj
+}
+
+func TestCRDIsAcceptedByAPIServer(t *testing.T) {
+	crd := loadCRD(t)
+	// The API server's PrepareForCreate records the storage version
+	// before validating; a CRD file never carries status.
+	for _, v := range crd.Spec.Versions {
+		if v.Storage {
+			crd.Status.StoredVersions = []string{v.Name}
+		}
+	}
+	// ValidateCustomResourceDefinition is what the API server runs on
+	// create; it compiles every x-kubernetes-validations rule and rejects
+	// the CRD when a rule's, or the schema's total, estimated CEL cost
+	// exceeds the static limits.
+	if errs := crdvalidation.ValidateCustomResourceDefinition(context.Background(), crd); len(errs) > 0 {
+		for _, e := range errs {
+			t.Errorf("CRD rejected: %v", e)
+		}
+	}
+}
+
+// TestCELCost reports each rule's estimated worst-case cost, multiplied by
+// how many times it can run per object (the product of the maxItems of the
+// lists above it), and checks them against the API server's static limits
+// with headroom, so that adding a field or raising a maxItems that would make
+// a real API server refuse the CRD fails here first, naming the rule.
+func TestCELCost(t *testing.T) {
+	s := newAPIServer(t)
+	envSet := environment.MustBaseEnvSet(environment.DefaultCompatibilityVersion())
+	var total uint64
+	var walk func(path string, node *structuralschema.Structural, cardinality uint64, root bool)
+	walk = func(path string, node *structuralschema.Structural, cardinality uint64, root bool) {
+		if node == nil {
+			return
+		}
+		if len(node.XValidations) > 0 {
+			results, err := cel.Compile(node, model.SchemaDeclType(node, root), celconfig.PerCallLimit, envSet, cel.NewExpressionsEnvLoader())
+			if err != nil {
+				t.Fatalf("%s: compile: %v", path, err)
+			}
+			for i, r := range results {
+				if r.Error != nil {
+					t.Errorf("%s: rule %q: %v", path, node.XValidations[i].Rule, r.Error)
+					continue
+				}
+				cost := (r.MaxCost + r.MessageExpressionMaxCost) * cardinality
+				total += cost
+				t.Logf("%-28s cost %8d x %5d = %10d  %s", path, r.MaxCost+r.MessageExpressionMaxCost, cardinality, cost, node.XValidations[i].Rule)
+				// A tenth of the per-expression limit: cheap enough that
+				// a thousand objects a second do not load the API server.
+				if limit := uint64(crdvalidation.StaticEstimatedCostLimit / 10); r.MaxCost > limit {
+					t.Errorf("%s: rule %q: estimated cost %d > %d", path, node.XValidations[i].Rule, r.MaxCost, limit)
+				}
+			}
+		}
+		for name, child := range node.Properties {
+			walk(path+"."+name, &child, cardinality, false)
+		}
+		if node.Items != nil {
+			n := uint64(1 << 20) // unbounded: what the estimator assumes is huge
+			if node.ValueValidation != nil && node.ValueValidation.MaxItems != nil {
+				n = uint64(*node.ValueValidation.MaxItems)
+			}
+			walk(path+"[]", node.Items, cardinality*n, false)
+		}
+		if node.AdditionalProperties != nil && node.AdditionalProperties.Structural != nil {
+			walk(path+"{}", node.AdditionalProperties.Structural, cardinality, false)
+		}
+	}
+	walk("", s.structural, 1, true)
+	t.Logf("total estimated cost %d (CRD limit %d)", total, crdvalidation.StaticEstimatedCRDCostLimit)
+	if limit := uint64(crdvalidation.StaticEstimatedCRDCostLimit / 10); total > limit {
+		t.Errorf("total estimated CEL cost %d > %d", total, limit)
+	}
+}
