@@ -18,6 +18,10 @@ package engine
 // all is exact: k workers fit iff the rooms of the allowed nodes sum to at
 // least k, because workers of one gang are identical.
 
+// maxRoom bounds a node's room in workers (a worker with no requests fits
+// anywhere any number of times).
+const maxRoom = 1 << 30
+
 // placement is the outcome of one placement attempt.
 type placement struct {
 	// nodes[i] is the node index of the i-th placed worker.
@@ -42,11 +46,14 @@ func (s *State) place(gr *gangReq, c *nodeClass, want, atLeast int32, fenced []b
 			caps = append(caps, 0)
 			continue
 		}
-		k := capOf(s.nodes[i].free, gr.fp, limit)
+		// Room is counted uncapped so best fit can tell a snug node from
+		// a roomy one; caps and the total are capped at want.
+		room := capOf(s.nodes[i].free, gr.fp, maxRoom)
+		k := min(room, limit)
 		caps = append(caps, int32(k))
 		total += k
-		if k >= limit && (best < 0 || k < bestCap) {
-			best, bestCap = pos, k
+		if room >= limit && (best < 0 || room < bestCap) {
+			best, bestCap = pos, room
 		}
 	}
 	s.capBuf = caps
