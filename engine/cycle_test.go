@@ -50,7 +50,7 @@ func TestPlacementHeuristic(t *testing.T) {
 		"a gang that fits a partial node spares whole":  {size: 5, want: map[string]int{"d": 5}},
 		"a gang of one node's size takes a whole node":  {size: 8, want: map[string]int{"a": 8}},
 		"larger gang: biggest first, best fit for rest": {size: 12, want: map[string]int{"a": 8, "d": 4}},
-		"everything":                                    {size: 24, want: map[string]int{"a": 8, "b": 8, "c": 3, "d": 5}},
+		"everything": {size: 24, want: map[string]int{"a": 8, "b": 8, "c": 3, "d": 5}},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -3,23 +3,23 @@
 //
 // One cycle:
 //
-//	 Snapshot{Now, Nodes, Ledger, Queue, Fence}
-//	        │
-//	        ▼
-//	 ┌────────────┐  release   grants whose phase ended or whose node is gone
-//	 │   State    │──────────▶
-//	 │ nodes ×    │  admit     queue order: priority ▸ pipeline age ▸ name;
-//	 │ resources, │──────────▶ reserve min workers of each gang at once,
-//	 │ ledger,    │            reclaiming younger elastic surplus if needed;
-//	 │ queue      │            backfill behind a blocked head until it starves,
-//	 │            │            then fence the nodes it drains
-//	 │            │  grow      elastic gangs ahead of every blocked gang
-//	 │            │──────────▶ grow toward desired
-//	 │            │  explain   Waiting (numbers) / Infeasible (never fits)
-//	 └────────────┘──────────▶
-//	        │
-//	        ▼
-//	 Plan{Releases, Shrinks, Reserves, Grows, Waiting, Infeasible, Fence}
+//	Snapshot{Now, Nodes, Ledger, Queue, Fence}
+//	       │
+//	       ▼
+//	┌────────────┐  release   grants whose phase ended or whose node is gone
+//	│   State    │──────────▶
+//	│ nodes ×    │  admit     queue order: priority ▸ pipeline age ▸ name;
+//	│ resources, │──────────▶ reserve min workers of each gang at once,
+//	│ ledger,    │            reclaiming younger elastic surplus if needed;
+//	│ queue      │            backfill behind a blocked head until it starves,
+//	│            │            then fence the nodes it drains
+//	│            │  grow      elastic gangs ahead of every blocked gang
+//	│            │──────────▶ grow toward desired
+//	│            │  explain   Waiting (numbers) / Infeasible (never fits)
+//	└────────────┘──────────▶
+//	       │
+//	       ▼
+//	Plan{Releases, Shrinks, Reserves, Grows, Waiting, Infeasible, Fence}
 //
 // The engine never reads the clock (time is Snapshot.Now or Cycle's
 // argument), never does I/O, and imports neither client-go nor
