@@ -1,0 +1,763 @@
+package sim
+
+import (
+	"container/heap"
+	"fmt"
+	"slices"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/phasegang/phasegang/apis/v1alpha1"
+	"github.com/phasegang/phasegang/engine"
+	"github.com/phasegang/phasegang/phases"
+)
+
+// Policy is a way to schedule a workload.
+type Policy string
+
+// Policies. Only PolicyPhasegang is what phasegang does; the others are
+// what the alternatives do to a multi-phase pipeline, run on the very same
+// capacity model so the comparison is fair.
+const (
+	// PolicyPhasegang: one gang per phase, released between phases,
+	// elastic phases start at min and grow.
+	PolicyPhasegang Policy = "phasegang"
+	// PolicyPerPod: pods are placed one at a time in creation order, first
+	// come first served, with no gang (kube-scheduler's default). Pods of
+	// jobs created together interleave, as concurrent job controllers'
+	// pods do. A phase runs once all its pods are placed.
+	PolicyPerPod Policy = "per-pod"
+	// PolicyWholeJob: one gang sized for the pipeline's largest phase,
+	// reserved at admission and held through every phase (admission-level
+	// gang scheduling of the whole pipeline).
+	PolicyWholeJob Policy = "whole-job"
+	// PolicyRigid: per-phase gangs, always of desired size (no elasticity).
+	PolicyRigid Policy = "per-phase-rigid"
+)
+
+// Policies lists every policy, phasegang first.
+var Policies = []Policy{PolicyPhasegang, PolicyPerPod, PolicyWholeJob, PolicyRigid}
+
+// ParsePolicy checks a policy name.
+func ParsePolicy(s string) (Policy, error) {
+	for _, p := range Policies {
+		if string(p) == s {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("unknown policy %q (want one of %v)", s, Policies)
+}
+
+// Options configure one run.
+type Options struct {
+	Policy Policy
+	// Engine configures the engine (starvation bound).
+	Engine engine.Config
+	// Record keeps every worker's interval (for the Gantt chart and the
+	// capacity checks); off for large traces.
+	Record bool
+	// Clock measures the engine's wall time for the decisions/s figure;
+	// nil leaves it unmeasured (results stay deterministic).
+	Clock func() time.Time
+	// Progress, if set, is called now and then with the virtual time
+	// reached and the virtual time of the last arrival.
+	Progress func(now, last time.Duration)
+	// Observer, if set, sees every phase attempt as it ends (the tracing
+	// exporter uses it).
+	Observer func(PhaseRecord)
+}
+
+// Epoch is the virtual clock's zero: the engine sees Epoch + virtual time.
+var Epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+type eventKind int
+
+const (
+	evArrive eventKind = iota
+	evEnd
+	evFail
+)
+
+type event struct {
+	at   time.Duration
+	seq  int
+	kind eventKind
+	pipe *pipeRun
+	run  *phaseRun
+	ver  int
+}
+
+type eventHeap []event
+
+func (h eventHeap) Len() int { return len(h) }
+func (h eventHeap) Less(i, j int) bool {
+	if h[i].at != h[j].at {
+		return h[i].at < h[j].at
+	}
+	return h[i].seq < h[j].seq
+}
+func (h eventHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
+func (h *eventHeap) Push(x any)   { *h = append(*h, x.(event)) }
+func (h *eventHeap) Pop() any {
+	old := *h
+	e := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return e
+}
+
+// compiled is a Pipeline with its per-phase engine footprints.
+type compiled struct {
+	pl         *phases.Pipeline
+	footprints map[string]engine.ResourceList
+	cons       map[string]engine.Constraints
+	gpus       map[string]float64 // GPUs per worker
+}
+
+type pipeRun struct {
+	name     string
+	w        *Workload
+	c        *compiled
+	status   v1alpha1.PhasedTrainingStatus
+	arrival  time.Duration
+	created  time.Time
+	priority int32
+	obs      phases.Observations
+	queuedAt map[phases.Instance]time.Duration
+	done     bool
+	result   PipelineResult
+	// whole-job: the pipeline's held gang.
+	hold *holdState
+	// per-pod: pods placed per queued instance.
+	pods map[phases.Instance]*podGroup
+}
+
+type holdState struct {
+	key     engine.GangKey
+	nodes   []string
+	since   time.Duration
+	granted bool
+	gpus    float64
+	busy    float64 // GPU-seconds its phases ran
+}
+
+type podGroup struct {
+	nodes    []string
+	placedAt []time.Duration
+	placed   int
+}
+
+type phaseRun struct {
+	p       *pipeRun
+	inst    phases.Instance
+	key     engine.GangKey
+	nodes   []string
+	since   []time.Duration // per worker: when it started
+	gpus    float64
+	work    float64 // remaining worker-seconds
+	last    time.Duration
+	ver     int
+	started time.Duration
+	queued  time.Duration
+	grows   int
+	shrinks int
+}
+
+type simulator struct {
+	opts    Options
+	sc      *Scenario
+	now     time.Duration
+	seq     int
+	st      *engine.State
+	events  eventHeap
+	pipes   []*pipeRun
+	byName  map[string]*pipeRun
+	runs    map[engine.GangKey]*phaseRun
+	dirty   map[*pipeRun]bool
+	res     *Result
+	last    time.Duration
+	engWall time.Duration
+}
+
+// Run simulates a scenario under one policy.
+func Run(sc *Scenario, opts Options) (*Result, error) {
+	if opts.Policy == "" {
+		opts.Policy = PolicyPhasegang
+	}
+	if opts.Engine == (engine.Config{}) {
+		opts.Engine = engine.DefaultConfig()
+	}
+	if opts.Policy == PolicyPerPod {
+		// One pod at a time, first come first served, and a pod that does
+		// not fit never holds back the pods behind it.
+		opts.Engine.StarvationBound = time.Duration(1<<63 - 1)
+	}
+	s := &simulator{
+		opts: opts, sc: sc,
+		byName: map[string]*pipeRun{},
+		runs:   map[engine.GangKey]*phaseRun{},
+		dirty:  map[*pipeRun]bool{},
+		res:    &Result{Scenario: sc.Name, Policy: opts.Policy, GPUs: sc.Cluster.GPUs()},
+	}
+	s.st = engine.NewState(opts.Engine, sc.Cluster.Nodes(), nil)
+	if err := s.load(); err != nil {
+		return nil, err
+	}
+	var wallStart time.Time
+	if opts.Clock != nil {
+		wallStart = opts.Clock()
+	}
+	s.loop()
+	s.finish()
+	if opts.Clock != nil {
+		s.res.Wall = opts.Clock().Sub(wallStart)
+		s.res.EngineWall = s.engWall
+	}
+	return s.res, nil
+}
+
+func (s *simulator) load() error {
+	cache := map[string]*compiled{}
+	for i := range s.sc.Workload {
+		w := &s.sc.Workload[i]
+		key := w.specKey
+		if key == "" {
+			key = fmt.Sprintf("#%d", i)
+		}
+		c, ok := cache[key]
+		if !ok {
+			v1alpha1.SetDefaults(&w.Training)
+			pl, errs := phases.Compile(&w.Training)
+			if len(errs) > 0 {
+				return fmt.Errorf("workload[%d].training: %w", i, errs.ToAggregate())
+			}
+			c = &compiled{pl: pl, footprints: map[string]engine.ResourceList{}, cons: map[string]engine.Constraints{}, gpus: map[string]float64{}}
+			for _, ph := range pl.Phases() {
+				spec := &ph.Spec.Template.Spec
+				fp := engine.WorkerFootprint(spec)
+				c.footprints[ph.Name] = fp
+				c.cons[ph.Name] = engine.ConstraintsOf(spec)
+				c.gpus[ph.Name] = float64(fp["nvidia.com/gpu"]) / 1000
+			}
+			cache[key] = c
+		}
+		count := max(w.Count, 1)
+		for r := range count {
+			name := w.Training.Name
+			if w.Count > 1 {
+				name = fmt.Sprintf("%s-%d", w.Training.Name, r)
+			}
+			ns := w.Training.Namespace
+			if ns == "" {
+				ns = "default"
+			}
+			arrival := w.Arrival.Duration + time.Duration(r)*w.Interval.Duration
+			p := &pipeRun{
+				name: ns + "/" + name, w: w, c: c, arrival: arrival,
+				created:  Epoch.Add(arrival),
+				obs:      phases.Observations{},
+				queuedAt: map[phases.Instance]time.Duration{},
+				pods:     map[phases.Instance]*podGroup{},
+			}
+			if w.Training.Spec.Priority != nil {
+				p.priority = *w.Training.Spec.Priority
+			}
+			p.result = PipelineResult{Name: p.name, Arrival: arrival, State: StateUnfinished}
+			if _, dup := s.byName[p.name]; dup {
+				return fmt.Errorf("workload[%d]: pipeline %s appears twice", i, p.name)
+			}
+			s.byName[p.name] = p
+			s.pipes = append(s.pipes, p)
+			s.push(event{at: arrival, kind: evArrive, pipe: p})
+			s.last = max(s.last, arrival)
+		}
+	}
+	return nil
+}
+
+func (s *simulator) push(e event) {
+	s.seq++
+	e.seq = s.seq
+	heap.Push(&s.events, e)
+}
+
+func (s *simulator) loop() {
+	step := 0
+	for s.events.Len() > 0 {
+		s.now = s.events[0].at
+		for s.events.Len() > 0 && s.events[0].at == s.now {
+			e := heap.Pop(&s.events).(event)
+			switch e.kind {
+			case evArrive:
+				s.arrive(e.pipe)
+			case evEnd:
+				if e.run.ver == e.ver && s.runs[e.run.key] == e.run {
+					s.end(e.run, false)
+				}
+			case evFail:
+				if s.runs[e.run.key] == e.run {
+					s.end(e.run, true)
+				}
+			}
+		}
+		// Progress pipelines and schedule until nothing changes at this
+		// instant (a whole-job pipeline starts its next phase at once).
+		for range 1000 {
+			s.progressDirty()
+			if !s.cycle() && len(s.dirty) == 0 {
+				break
+			}
+		}
+		step++
+		if s.opts.Progress != nil && step%1024 == 0 {
+			s.opts.Progress(s.now, s.last)
+		}
+	}
+	s.detectStuck()
+}
+
+func (s *simulator) arrive(p *pipeRun) {
+	if s.opts.Policy == PolicyWholeJob {
+		s.submitHold(p)
+	}
+	s.dirty[p] = true
+}
+
+// progressDirty lets every touched pipeline's state machine decide.
+func (s *simulator) progressDirty() {
+	for len(s.dirty) > 0 {
+		batch := make([]*pipeRun, 0, len(s.dirty))
+		for p := range s.dirty {
+			batch = append(batch, p)
+		}
+		clear(s.dirty)
+		slices.SortFunc(batch, func(a, b *pipeRun) int { return compareStr(a.name, b.name) })
+		for _, p := range batch {
+			s.progress(p)
+		}
+	}
+}
+
+func compareStr(a, b string) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+func (s *simulator) progress(p *pipeRun) {
+	if p.done {
+		return
+	}
+	now := Epoch.Add(s.now)
+	step := p.c.pl.Next(&p.status, p.obs, now)
+	p.c.pl.Apply(&p.status, step, now)
+	for _, e := range step.End {
+		delete(p.obs, e.Instance)
+	}
+	for _, in := range step.Queue {
+		p.queuedAt[in] = s.now
+		s.enqueue(p, in)
+	}
+	switch step.State {
+	case v1alpha1.PipelineSucceeded, v1alpha1.PipelineFailed:
+		s.close(p, pipelineState(step.State), step.Message)
+	}
+}
+
+func pipelineState(st v1alpha1.PipelineState) string { return string(st) }
+
+// close ends a pipeline: its queued gangs are withdrawn and its hold (if
+// any) released.
+func (s *simulator) close(p *pipeRun, state, msg string) {
+	if p.done {
+		return
+	}
+	p.done = true
+	p.result.State, p.result.Message, p.result.Finish = state, msg, s.now
+	for in := range p.queuedAt {
+		s.withdraw(p, in)
+	}
+	if p.hold != nil {
+		if p.hold.granted {
+			s.st.Release(p.hold.key)
+			s.res.IdleReservedGPUSeconds += p.hold.gpus*float64(len(p.hold.nodes))*(s.now-p.hold.since).Seconds() - p.hold.busy
+		} else {
+			s.st.Withdraw(p.hold.key)
+		}
+	}
+}
+
+func (s *simulator) gangKey(p *pipeRun, in phases.Instance) engine.GangKey {
+	return engine.GangKey{Pipeline: p.name, Phase: in.Name, Iteration: in.Iteration, Attempt: in.Attempt}
+}
+
+func podKey(p *pipeRun, in phases.Instance, w int) engine.GangKey {
+	return engine.GangKey{Pipeline: p.name, Phase: fmt.Sprintf("%s/%05d", in.Name, w), Iteration: in.Iteration, Attempt: in.Attempt}
+}
+
+// enqueue makes a queued phase instance wait for capacity, the policy's way.
+func (s *simulator) enqueue(p *pipeRun, in phases.Instance) {
+	ph := p.c.pl.Phase(in.Name)
+	req := engine.Request{
+		Gang: s.gangKey(p, in), Priority: p.priority, Created: p.created, Queued: Epoch.Add(s.now),
+		Min: ph.Min(), Desired: ph.Desired(),
+		Footprint: p.c.footprints[in.Name], Constraints: p.c.cons[in.Name],
+	}
+	switch s.opts.Policy {
+	case PolicyPhasegang:
+		s.st.Submit(req)
+	case PolicyRigid:
+		req.Min = req.Desired
+		s.st.Submit(req)
+	case PolicyPerPod:
+		// Each pod is its own one-worker "gang". Pods are ordered by
+		// creation time; worker w of every job created at the same
+		// instant comes before worker w+1 of any, as when many job
+		// controllers create their pods concurrently.
+		p.pods[in] = &podGroup{nodes: make([]string, req.Desired), placedAt: make([]time.Duration, req.Desired)}
+		for w := range int(req.Desired) {
+			pod := req
+			pod.Gang = podKey(p, in, w)
+			pod.Min, pod.Desired = 1, 1
+			pod.Created = Epoch.Add(s.now + time.Duration(w))
+			s.st.Submit(pod)
+		}
+	case PolicyWholeJob:
+		if p.hold.granted {
+			s.startOnHold(p, in)
+		}
+	}
+}
+
+func (s *simulator) withdraw(p *pipeRun, in phases.Instance) {
+	switch s.opts.Policy {
+	case PolicyPerPod:
+		if g := p.pods[in]; g != nil {
+			for w := range g.nodes {
+				s.st.Withdraw(podKey(p, in, w))
+				s.st.Release(podKey(p, in, w))
+			}
+		}
+	default:
+		s.st.Withdraw(s.gangKey(p, in))
+	}
+}
+
+// submitHold queues a whole-job pipeline's single gang: the largest phase
+// (by GPUs), held until the pipeline ends.
+func (s *simulator) submitHold(p *pipeRun) {
+	var big *phases.CompiledPhase
+	var bigGPUs float64
+	for _, ph := range p.c.pl.Phases() {
+		g := float64(ph.Desired()) * max(p.c.gpus[ph.Name], 0.001)
+		if big == nil || g > bigGPUs {
+			big, bigGPUs = ph, g
+		}
+	}
+	key := engine.GangKey{Pipeline: p.name, Phase: "whole-job"}
+	p.hold = &holdState{key: key, gpus: p.c.gpus[big.Name]}
+	s.st.Submit(engine.Request{
+		Gang: key, Priority: p.priority, Created: p.created, Queued: Epoch.Add(s.now),
+		Min: big.Desired(), Desired: big.Desired(),
+		Footprint: p.c.footprints[big.Name], Constraints: p.c.cons[big.Name],
+	})
+}
+
+// startOnHold runs a phase inside a whole-job pipeline's held gang.
+func (s *simulator) startOnHold(p *pipeRun, in phases.Instance) {
+	ph := p.c.pl.Phase(in.Name)
+	n := min(int(ph.Desired()), len(p.hold.nodes))
+	s.start(p, in, p.hold.nodes[:n])
+}
+
+// cycle runs one engine cycle and applies its plan. It reports whether
+// anything was placed or resized.
+func (s *simulator) cycle() bool {
+	if s.st.Queued() == 0 && !s.anyElastic() {
+		return false
+	}
+	var t0 time.Time
+	if s.opts.Clock != nil {
+		t0 = s.opts.Clock()
+	}
+	plan := s.st.Cycle(Epoch.Add(s.now))
+	if s.opts.Clock != nil {
+		s.engWall += s.opts.Clock().Sub(t0)
+	}
+	s.res.Cycles++
+	changed := false
+	for _, sh := range plan.Shrinks {
+		if r := s.runs[sh.Gang]; r != nil {
+			s.resize(r, -len(sh.Workers), nil)
+			r.shrinks++
+			changed = true
+		}
+	}
+	for _, rv := range plan.Reserves {
+		s.res.Placements += len(rv.Workers)
+		s.reserved(rv)
+		changed = true
+	}
+	for _, g := range plan.Grows {
+		s.res.Placements += len(g.Workers)
+		if r := s.runs[g.Gang]; r != nil {
+			nodes := make([]string, len(g.Workers))
+			for i, w := range g.Workers {
+				nodes[i] = w.Node
+			}
+			s.resize(r, len(g.Workers), nodes)
+			r.grows++
+			changed = true
+		}
+	}
+	for _, inf := range plan.Infeasible {
+		p := s.byName[inf.Gang.Pipeline]
+		if p != nil && !p.done {
+			s.st.Withdraw(inf.Gang)
+			s.close(p, StateInfeasible, inf.Message)
+		}
+	}
+	return changed
+}
+
+// anyElastic reports whether some granted gang could still grow; only
+// then is a cycle with an empty queue worth running.
+func (s *simulator) anyElastic() bool {
+	if s.opts.Policy != PolicyPhasegang {
+		return false
+	}
+	for _, r := range s.runs {
+		if int32(len(r.nodes)) < r.p.c.pl.Phase(r.inst.Name).Desired() {
+			return true
+		}
+	}
+	return false
+}
+
+func (s *simulator) reserved(rv engine.Reservation) {
+	p := s.byName[rv.Gang.Pipeline]
+	nodes := make([]string, len(rv.Workers))
+	for i, w := range rv.Workers {
+		nodes[i] = w.Node
+	}
+	switch s.opts.Policy {
+	case PolicyWholeJob:
+		p.hold.nodes, p.hold.granted, p.hold.since = nodes, true, s.now
+		s.res.Waits = append(s.res.Waits, s.now-p.arrival)
+		for in, at := range p.queuedAt {
+			_ = at
+			if st := p.status.Phase(in.Name, in.Iteration); st != nil && st.State == v1alpha1.PhaseQueued {
+				s.startOnHold(p, in)
+			}
+		}
+	case PolicyPerPod:
+		in, w := podInstance(rv.Gang)
+		g := p.pods[in]
+		if g == nil {
+			return
+		}
+		g.nodes[w], g.placedAt[w] = nodes[0], s.now
+		g.placed++
+		if g.placed == len(g.nodes) {
+			for _, at := range g.placedAt {
+				s.res.IdleReservedGPUSeconds += p.c.gpus[in.Name] * (s.now - at).Seconds()
+			}
+			s.start(p, in, g.nodes)
+		}
+	default:
+		in := phases.Instance{Name: rv.Gang.Phase, Iteration: rv.Gang.Iteration, Attempt: rv.Gang.Attempt}
+		s.start(p, in, nodes)
+	}
+}
+
+func podInstance(k engine.GangKey) (phases.Instance, int) {
+	var name string
+	var w int
+	for i := len(k.Phase) - 1; i >= 0; i-- {
+		if k.Phase[i] == '/' {
+			name = k.Phase[:i]
+			fmt.Sscanf(k.Phase[i+1:], "%d", &w)
+			break
+		}
+	}
+	return phases.Instance{Name: name, Iteration: k.Iteration, Attempt: k.Attempt}, w
+}
+
+// start runs a phase attempt on the given nodes from now on.
+func (s *simulator) start(p *pipeRun, in phases.Instance, nodes []string) {
+	ph := p.c.pl.Phase(in.Name)
+	runtime := p.w.Runtimes[in.Name].Duration
+	r := &phaseRun{
+		p: p, inst: in, key: s.gangKey(p, in), nodes: slices.Clone(nodes),
+		gpus: p.c.gpus[in.Name], work: runtime.Seconds() * float64(ph.Desired()),
+		last: s.now, started: s.now, queued: p.queuedAt[in],
+	}
+	r.since = make([]time.Duration, len(nodes))
+	for i := range r.since {
+		r.since[i] = s.now
+	}
+	delete(p.queuedAt, in)
+	if s.opts.Policy != PolicyWholeJob {
+		s.res.Waits = append(s.res.Waits, s.now-r.queued)
+	}
+	s.runs[r.key] = r
+	st := p.status.Phase(in.Name, in.Iteration)
+	if st != nil {
+		t := metav1.NewTime(Epoch.Add(s.now))
+		st.State, st.ReservedTime, st.StartTime = v1alpha1.PhaseRunning, &t, &t
+		st.Workers.Granted, st.Workers.Running = int32(len(nodes)), int32(len(nodes))
+		st.Assignments = r.nodes
+	}
+	p.obs[in] = phases.Observation{Granted: int32(len(nodes)), Running: int32(len(nodes))}
+	for _, f := range p.w.Failures {
+		if f.Phase == in.Name && f.Iteration == in.Iteration && f.Attempt == in.Attempt {
+			s.push(event{at: s.now + f.After.Duration, kind: evFail, run: r})
+		}
+	}
+	s.schedEnd(r)
+}
+
+// schedEnd (re)schedules a run's end from its remaining work and workers.
+func (s *simulator) schedEnd(r *phaseRun) {
+	r.ver++
+	left := time.Duration(r.work / float64(len(r.nodes)) * float64(time.Second))
+	s.push(event{at: s.now + max(left, 0), kind: evEnd, run: r, ver: r.ver})
+}
+
+// account books the work done since the last change.
+func (s *simulator) account(r *phaseRun) {
+	dt := (s.now - r.last).Seconds()
+	r.work -= dt * float64(len(r.nodes))
+	s.res.BusyGPUSeconds += dt * float64(len(r.nodes)) * r.gpus
+	if r.p.hold != nil {
+		r.p.hold.busy += dt * float64(len(r.nodes)) * r.gpus
+	}
+	r.last = s.now
+}
+
+// resize grows (delta > 0, on nodes) or shrinks (highest indices) a run.
+func (s *simulator) resize(r *phaseRun, delta int, nodes []string) {
+	s.account(r)
+	if delta > 0 {
+		r.nodes = append(r.nodes, nodes...)
+		for range nodes {
+			r.since = append(r.since, s.now)
+		}
+	} else {
+		keep := len(r.nodes) + delta
+		for w := keep; w < len(r.nodes); w++ {
+			s.record(r, w)
+		}
+		r.nodes, r.since = r.nodes[:keep], r.since[:keep]
+	}
+	s.schedEnd(r)
+}
+
+func (s *simulator) record(r *phaseRun, w int) {
+	if !s.opts.Record {
+		return
+	}
+	s.res.Intervals = append(s.res.Intervals, Interval{
+		Node: r.nodes[w], Pipeline: r.p.name, Phase: r.inst.Name, Iteration: r.inst.Iteration, Attempt: r.inst.Attempt,
+		Worker: int32(w), GPUs: r.gpus, Start: r.since[w], End: s.now,
+	})
+}
+
+// end finishes a run: its workers succeeded (or one failed), the gang is
+// released and the pipeline's state machine decides what comes next.
+func (s *simulator) end(r *phaseRun, failed bool) {
+	s.account(r)
+	for w := range r.nodes {
+		s.record(r, w)
+	}
+	delete(s.runs, r.key)
+	p := r.p
+	switch s.opts.Policy {
+	case PolicyPerPod:
+		for w := range p.pods[r.inst].nodes {
+			s.st.Release(podKey(p, r.inst, w))
+		}
+		delete(p.pods, r.inst)
+	case PolicyWholeJob:
+		// The hold stays until the pipeline ends.
+	default:
+		s.st.Release(r.key)
+	}
+	n := int32(len(r.nodes))
+	o := phases.Observation{Granted: n}
+	if failed {
+		o.Failed, o.Succeeded, o.ChiefFailed = 1, n-1, true
+	} else {
+		o.Succeeded, o.ChiefSucceeded = n, true
+		o.Outputs = outputsFor(p.w, r.inst)
+	}
+	p.obs[r.inst] = o
+	p.result.Queueing += r.started - r.queued
+	p.result.Phases++
+	if s.opts.Observer != nil {
+		s.opts.Observer(PhaseRecord{
+			Pipeline: p.name, Instance: r.inst, Queued: r.queued, Started: r.started, Ended: s.now,
+			Workers: n, Min: p.c.pl.Phase(r.inst.Name).Min(), Desired: p.c.pl.Phase(r.inst.Name).Desired(),
+			Nodes: r.nodes, Failed: failed, Grows: r.grows, Shrinks: r.shrinks,
+		})
+	}
+	s.dirty[p] = true
+}
+
+func outputsFor(w *Workload, in phases.Instance) map[string]string {
+	list := w.Outputs[in.Name]
+	if len(list) == 0 {
+		return nil
+	}
+	return list[min(int(in.Iteration), len(list)-1)]
+}
+
+// detectStuck runs when no event is left: every pipeline not done is
+// stuck. Under per-pod, those holding placed pods are deadlocked (they
+// hold workers and wait forever for the rest of their gang).
+func (s *simulator) detectStuck() {
+	for _, p := range s.pipes {
+		if p.done {
+			continue
+		}
+		holding := 0
+		for _, g := range p.pods {
+			holding += g.placed
+		}
+		if p.hold != nil && p.hold.granted {
+			holding += len(p.hold.nodes)
+		}
+		if holding > 0 {
+			p.result.State = StateDeadlocked
+			p.result.Message = fmt.Sprintf("holds %d workers and waits forever for the rest of its gang", holding)
+			s.res.Deadlocked = append(s.res.Deadlocked, p.name)
+			for _, g := range p.pods {
+				for w := range g.placed {
+					s.res.IdleReservedGPUSeconds += p.c.gpus[phaseOfPods(p, g)] * (s.now - g.placedAt[w]).Seconds()
+				}
+			}
+		} else {
+			p.result.Message = "never started: capacity is held by deadlocked pipelines"
+		}
+	}
+}
+
+func phaseOfPods(p *pipeRun, g *podGroup) string {
+	for in, x := range p.pods {
+		if x == g {
+			return in.Name
+		}
+	}
+	return ""
+}
+
+func (s *simulator) finish() {
+	for _, p := range s.pipes {
+		s.res.Pipelines = append(s.res.Pipelines, p.result)
+	}
+	s.res.computeMetrics(s.sc)
+}
