@@ -72,7 +72,8 @@ type Harness struct {
 	// the release) instead of State.Release (dropped at once).
 	MarkRelease bool
 	// CheckPure runs engine.Schedule on a Snapshot of the State's contents
-	// before every Cycle and records any difference with the Cycle's Plan.
+	// before every Cycle and records any difference with the Cycle's Plan
+	// (queue and ledger reversed every other cycle).
 	CheckPure bool
 	// RecordLedger stores State.Grants() after every cycle.
 	RecordLedger bool
@@ -400,6 +401,12 @@ func (r *run) cycle(now time.Time, instant int) engine.Plan {
 		for _, k := range r.queue {
 			snap.Queue = append(snap.Queue, r.res.ByKey[k].Request)
 		}
+		if len(r.res.Cycles)%2 == 1 {
+			// A snapshot's slices carry no order: reverse them every
+			// other cycle (nodes stay in the cluster's order).
+			slices.Reverse(snap.Queue)
+			slices.Reverse(snap.Ledger)
+		}
 		pure = engine.Schedule(r.h.Config, snap)
 	}
 	plan := r.s.Cycle(now)
@@ -511,7 +518,11 @@ func cloneFence(f *engine.Fence) *engine.Fence {
 // required node affinity (In/NotIn/Exists/DoesNotExist on labels), and
 // every NoSchedule/NoExecute taint is tolerated.
 func nodeMatches(n engine.Node, c engine.Constraints) bool {
-	if n.Unschedulable {
+	// A cordoned node is as if tainted node.kubernetes.io/unschedulable
+	// :NoSchedule (kube-scheduler's NodeUnschedulable filter), so a
+	// toleration of that taint (e.g. tolerate-all) lets a worker use it.
+	cordon := corev1.Taint{Key: corev1.TaintNodeUnschedulable, Effect: corev1.TaintEffectNoSchedule}
+	if n.Unschedulable && !slices.ContainsFunc(c.Tolerations, func(tol corev1.Toleration) bool { return tolerates(tol, cordon) }) {
 		return false
 	}
 	for k, v := range c.NodeSelector {
@@ -616,8 +627,9 @@ func perNode(room, fp engine.ResourceList) int64 {
 	return best
 }
 
-// fitsEmpty reports whether Min workers of r fit the cluster with no grants
-// (allocatable minus unmanaged use on matching nodes).
+// fitsEmpty reports whether Min workers of r fit the empty cluster: the
+// allocatable of matching nodes, ignoring what runs there now (grants and
+// unmanaged pods end; allocatable does not), as the engine defines it.
 func fitsEmpty(nodes []engine.Node, r engine.Request) bool {
 	total := int64(0)
 	matching := 0
@@ -626,17 +638,33 @@ func fitsEmpty(nodes []engine.Node, r engine.Request) bool {
 			continue
 		}
 		matching++
-		room := engine.ResourceList{}
-		for k, v := range n.Allocatable {
-			room[k] = v - n.Used[k]
-		}
-		k := perNode(room, r.Footprint)
+		k := perNode(n.Allocatable, r.Footprint)
 		if k < 0 {
 			return true
 		}
 		total += k
 	}
 	return matching > 0 && total >= int64(r.Min)
+}
+
+// FinalNodes is the cluster after every node event.
+func (h *Harness) FinalNodes() []engine.Node {
+	nodes := cloneNodes(h.Nodes)
+	evs := slices.Clone(h.NodeEvents)
+	slices.SortStableFunc(evs, func(a, b NodeEvent) int { return int(a.At - b.At) })
+	for _, ne := range evs {
+		if ne.Remove != "" {
+			nodes = slices.DeleteFunc(nodes, func(n engine.Node) bool { return n.Name == ne.Remove })
+		} else if ne.Add != nil {
+			n := cloneNodes([]engine.Node{*ne.Add})[0]
+			if i := slices.IndexFunc(nodes, func(m engine.Node) bool { return m.Name == n.Name }); i >= 0 {
+				nodes[i] = n
+			} else {
+				nodes = append(nodes, n)
+			}
+		}
+	}
+	return nodes
 }
 
 // phaseRequest is the Request a phase would be submitted with (constraints,
@@ -658,6 +686,13 @@ func (h *Harness) Describe() string {
 			b.WriteString(" unschedulable")
 		}
 		b.WriteString("\n")
+	}
+	for _, ne := range h.NodeEvents {
+		if ne.Remove != "" {
+			fmt.Fprintf(&b, "at %v remove node %s\n", ne.At, ne.Remove)
+		} else if ne.Add != nil {
+			fmt.Fprintf(&b, "at %v set node %s alloc=%s used=%s\n", ne.At, ne.Add.Name, fmtRL(ne.Add.Allocatable), fmtRL(ne.Add.Used))
+		}
 	}
 	for _, p := range h.Pipelines {
 		fmt.Fprintf(&b, "pipeline %s prio=%d arrival=%v\n", p.Name, p.Priority, p.Arrival)
@@ -708,12 +743,18 @@ func (r *Result) Trace() string {
 	var b strings.Builder
 	for _, c := range r.Cycles {
 		p := c.Plan
-		if len(c.Released) == 0 && !changes(p) && p.Fence == nil {
+		if len(c.Released)+len(c.AddedNodes)+len(c.RemovedNodes) == 0 && !changes(p) && p.Fence == nil {
 			continue
 		}
 		fmt.Fprintf(&b, "t=%v#%d queue=%d", c.Now.Sub(Epoch), c.Instant, len(c.Queue))
 		for _, k := range c.Released {
 			fmt.Fprintf(&b, " done(%s)", k)
+		}
+		for _, n := range c.RemovedNodes {
+			fmt.Fprintf(&b, " node-(%s)", n)
+		}
+		for _, n := range c.AddedNodes {
+			fmt.Fprintf(&b, " node+(%s used=%s)", n.Name, fmtRL(n.Used))
 		}
 		for _, x := range p.Releases {
 			fmt.Fprintf(&b, " release(%s,%s)", x.Gang, x.Reason)

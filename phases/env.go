@@ -255,7 +255,7 @@ func (e *envTypes) exprMessage(err error) string {
 		}
 	}
 	if fe.Line > 0 {
-		return fmt.Sprintf("%s (%d:%d)", msg, fe.Line, fe.Column)
+		return fmt.Sprintf("%s (%d:%d)", msg, fe.Line, fe.Column+1) // expr displays 1-based columns
 	}
 	return msg
 }

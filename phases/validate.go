@@ -31,6 +31,7 @@ import (
 //	depends-cycle         spec.phases[i].dependsOn[j]: Invalid value: dependency cycle a → b → a
 //	output-identifier     spec.phases[i].outputs[j]: Invalid value (not an identifier)
 //	output-duplicate      spec.phases[i].outputs[j]: Duplicate value
+//	output-too-long       spec.phases[i].outputs[j]: Invalid value (more than 63 characters)
 //	when-expr             spec.phases[i].when: Invalid value (expr compile/type error)
 //	policy-expr           spec.phases[i].successPolicy: Invalid value (expr error, or AllWorkers/Chief miscased)
 //	priority-both         spec.priorityClassName: Forbidden (with spec.priority)
@@ -45,7 +46,7 @@ var ErrorClasses = []string{
 	"name-required", "name-syntax", "name-too-long", "name-duplicate",
 	"gang-min", "gang-desired", "template-containers", "max-retries", "timeout",
 	"depends-unknown", "depends-self", "depends-duplicate", "depends-cycle",
-	"output-identifier", "output-duplicate",
+	"output-identifier", "output-duplicate", "output-too-long",
 	"when-expr", "policy-expr", "priority-both",
 	"iterate-empty", "iterate-unknown", "iterate-duplicate", "iterate-max", "iterate-open", "until-expr",
 }
@@ -53,6 +54,8 @@ var ErrorClasses = []string{
 const (
 	maxPhases     = 32
 	maxNameLength = 32
+	// maxOutputLength matches the CRD's items:MaxLength for outputs.
+	maxOutputLength = 63
 )
 
 var (
@@ -133,6 +136,8 @@ func Compile(pt *v1alpha1.PhasedTraining) (*Pipeline, field.ErrorList) {
 		for j, k := range ph.Outputs {
 			kp := p.Child("outputs").Index(j)
 			switch {
+			case len(k) > maxOutputLength:
+				errs = append(errs, field.Invalid(kp, k, fmt.Sprintf("must be at most %d characters", maxOutputLength)))
 			case !identifierRE.MatchString(k):
 				errs = append(errs, field.Invalid(kp, k, "must be an identifier: a letter or '_' followed by letters, digits or '_'"))
 			case seen[k]:

@@ -1,0 +1,143 @@
+package engine_test
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/phasegang/phasegang/engine"
+)
+
+// benchCluster is nodes × 8 GPUs (plus cpu/memory), in four pools.
+func benchCluster(nodes int) []engine.Node {
+	out := make([]engine.Node, nodes)
+	for i := range out {
+		out[i] = engine.Node{
+			Name:   fmt.Sprintf("node-%05d", i),
+			Labels: map[string]string{"pool": fmt.Sprintf("pool-%d", i%4), "gpu-type": "h100"},
+			Allocatable: engine.ResourceList{
+				GPU: engine.Milli(8), CPU: engine.Milli(128), Memory: 1024 * Gi,
+			},
+			Used: engine.ResourceList{CPU: engine.Milli(2), Memory: 8 * Gi},
+		}
+	}
+	return out
+}
+
+// benchQueue is n gangs of 1,2,4,8,16,32 workers × 1 GPU, a quarter of them
+// elastic (min = half the size), a tenth with a nodeSelector, three
+// priorities, distinct creation times.
+func benchQueue(n int) []engine.Request {
+	rng := rand.New(rand.NewPCG(1, 2))
+	sizes := []int32{1, 2, 4, 8, 16, 32}
+	out := make([]engine.Request, n)
+	for i := range out {
+		size := sizes[rng.IntN(len(sizes))]
+		r := engine.Request{
+			Gang:     engine.GangKey{Pipeline: fmt.Sprintf("ns/pipe-%05d", i), Phase: "train"},
+			Priority: int32(rng.IntN(3)),
+			Created:  Epoch.Add(time.Duration(i) * time.Second),
+			Queued:   Epoch.Add(time.Duration(i) * time.Second),
+			Min:      size,
+			Desired:  size,
+			Footprint: engine.ResourceList{
+				GPU: engine.Milli(1), CPU: engine.Milli(8), Memory: 64 * Gi,
+			},
+		}
+		if size > 1 && rng.IntN(4) == 0 {
+			r.Min = size / 2
+		}
+		if rng.IntN(10) == 0 {
+			r.Constraints.NodeSelector = map[string]string{"pool": fmt.Sprintf("pool-%d", rng.IntN(4))}
+		}
+		out[i] = r
+	}
+	return out
+}
+
+func placed(p engine.Plan) int {
+	n := 0
+	for _, r := range p.Reserves {
+		n += len(r.Workers)
+	}
+	for _, g := range p.Grows {
+		n += len(g.Workers)
+	}
+	return n
+}
+
+const benchNodes, benchGangs = 5000, 10000
+
+// One scheduling cycle of a fresh State: 5,000 nodes × 8 GPUs, 10,000
+// queued gangs. Building the State and submitting is outside the timer.
+func BenchmarkCycle5000Nodes10000Gangs(b *testing.B) {
+	nodes := benchCluster(benchNodes)
+	queue := benchQueue(benchGangs)
+	now := Epoch.Add(benchGangs * time.Second)
+	cfg := engine.DefaultConfig()
+	b.ReportAllocs()
+	total := 0
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		s := engine.NewState(cfg, nodes, nil)
+		for _, r := range queue {
+			s.Submit(r)
+		}
+		b.StartTimer()
+		total += placed(s.Cycle(now))
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(total)/b.Elapsed().Seconds(), "placements/s")
+	b.ReportMetric(float64(total)/float64(b.N), "placements/op")
+}
+
+// The same cycle through the pure Schedule (building the State included).
+func BenchmarkSchedulePure(b *testing.B) {
+	snap := engine.Snapshot{
+		Now:   Epoch.Add(benchGangs * time.Second),
+		Nodes: benchCluster(benchNodes),
+		Queue: benchQueue(benchGangs),
+	}
+	cfg := engine.DefaultConfig()
+	b.ReportAllocs()
+	total := 0
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		total += placed(engine.Schedule(cfg, snap))
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(total)/b.Elapsed().Seconds(), "placements/s")
+	b.ReportMetric(float64(total)/float64(b.N), "placements/op")
+}
+
+// A steady-state cycle: the cluster is full after a first cycle, 2% of the
+// grants end, and the next cycle refills the room from the remaining queue.
+func BenchmarkCycleSteadyState(b *testing.B) {
+	nodes := benchCluster(benchNodes)
+	queue := benchQueue(benchGangs)
+	now := Epoch.Add(benchGangs * time.Second)
+	cfg := engine.DefaultConfig()
+	b.ReportAllocs()
+	total := 0
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		s := engine.NewState(cfg, nodes, nil)
+		for _, r := range queue {
+			s.Submit(r)
+		}
+		p := s.Cycle(now)
+		for j, r := range p.Reserves {
+			if j%50 == 0 {
+				s.Release(r.Gang)
+			}
+		}
+		b.StartTimer()
+		total += placed(s.Cycle(now.Add(time.Minute)))
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(total)/b.Elapsed().Seconds(), "placements/s")
+	b.ReportMetric(float64(total)/float64(b.N), "placements/op")
+}

@@ -1,0 +1,667 @@
+package sim
+
+import (
+	"bufio"
+	"cmp"
+	"fmt"
+	"hash/fnv"
+	"html"
+	"image"
+	"image/color"
+	"image/png"
+	"io"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Gantt chart geometry.
+const (
+	ganttPlotW     = 1200 // pixels of virtual time
+	ganttMaxPlotH  = 1600 // lane height shrinks so the plot fits this
+	ganttMaxLaneH  = 14
+	ganttLeft      = 130 // node labels
+	ganttRight     = 24
+	ganttTop       = 50 // title and subtitle
+	ganttMaxLegend = 20 // pipelines listed in the legend
+)
+
+// ganttBand is one node's horizontal band.
+type ganttBand struct {
+	name  string
+	cap   int // GPUs of the node
+	lanes int // max(cap, lanes used): more than cap means over capacity
+	y     int // top, relative to the plot
+}
+
+// ganttItem is one drawn worker interval.
+type ganttItem struct {
+	iv    *Interval
+	band  int
+	lanes []int // ascending
+}
+
+type ganttLayout struct {
+	bands   []ganttBand
+	items   []ganttItem
+	laneH   int
+	gap     int // pixels between bands
+	plotH   int
+	tmax    time.Duration
+	skipped int // workers without GPUs: not drawn
+	light   map[string]float64
+	phases  []string // legend order
+	pipes   []string // sorted
+}
+
+// WriteGantt renders r's worker intervals (recorded with Options.Record) as
+// an SVG Gantt chart of GPU occupancy: one band per node, as tall as its GPU
+// count (gpusPerNode), one lane per GPU, virtual time left to right. Every
+// worker holding GPUs is one rectangle (a path when its GPUs' lanes are not
+// adjacent) spanning as many lanes as it has GPUs, coloured by pipeline (hue)
+// and phase (lightness), with a tooltip. Lanes are assigned greedily by start
+// time; a lane past a node's GPU count (shaded red) means the node was
+// over-committed. Workers without GPUs are not drawn. Bands follow nodes;
+// nodes not listed there but present in r come after, sorted. The output
+// is deterministic.
+func WriteGantt(w io.Writer, r *Result, nodes []string, gpusPerNode map[string]int) error {
+	l := layoutGantt(r, nodes, gpusPerNode)
+	b := bufio.NewWriterSize(w, 1<<16)
+	svg := &svgWriter{w: b}
+
+	ticks, step := ganttTicks(l.tmax)
+	plotY := ganttTop
+	axisY := plotY + l.plotH
+	legendY := axisY + 44
+	legendRows := l.legendRows()
+	width := ganttLeft + ganttPlotW + ganttRight
+	height := legendY + 18*len(legendRows) + 10
+
+	svg.f(`<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" font-family="sans-serif" font-size="11">`+"\n", width, height, width, height)
+	svg.f(`<rect width="%d" height="%d" fill="#fff"/>`+"\n", width, height)
+	policy := string(r.Policy)
+	if policy == "" {
+		policy = "?"
+	}
+	svg.f(`<text x="%d" y="20" font-size="15" font-weight="bold">GPU occupancy — scenario %s, policy %s</text>`+"\n",
+		ganttLeft, esc(r.Scenario), esc(policy))
+	gpus := 0
+	for _, bd := range l.bands {
+		gpus += bd.cap
+	}
+	sub := fmt.Sprintf("%d nodes, %d GPUs, %d worker intervals, %s of virtual time", len(l.bands), gpus, len(l.items), ganttClock(l.tmax))
+	if l.skipped > 0 {
+		sub += fmt.Sprintf(" (%d workers without GPUs not shown)", l.skipped)
+	}
+	svg.f(`<text x="%d" y="38" fill="#555">%s</text>`+"\n", ganttLeft, esc(sub))
+
+	// Bands: alternate shading, over-capacity lanes red, labels at left.
+	labelFS := min(11, max(7, l.laneH*4))
+	every := 1
+	if pitch := l.bandPitch(); pitch < labelFS {
+		every = (labelFS + pitch - 1) / pitch
+	}
+	svg.s(`<g class="bands">` + "\n")
+	for i, bd := range l.bands {
+		y := plotY + bd.y
+		h := bd.lanes * l.laneH
+		fill := "#f3f3f3"
+		if i%2 == 1 {
+			fill = "#e6e6e6"
+		}
+		svg.f(`<rect x="%d" y="%d" width="%d" height="%d" fill="%s"/>`+"\n", ganttLeft, y, ganttPlotW, h, fill)
+		if bd.lanes > bd.cap {
+			oy := y + bd.cap*l.laneH
+			svg.f(`<rect x="%d" y="%d" width="%d" height="%d" fill="#f7c9c9"/>`+"\n", ganttLeft, oy, ganttPlotW, (bd.lanes-bd.cap)*l.laneH)
+		}
+	}
+	svg.s("</g>\n")
+	svg.f(`<g class="nodes" font-size="%d" text-anchor="end">`+"\n", labelFS)
+	for i, bd := range l.bands {
+		if i%every != 0 {
+			continue
+		}
+		cy := float64(plotY+bd.y) + float64(bd.lanes*l.laneH)/2 + float64(labelFS)*0.35
+		svg.f(`<text x="%d" y="%s">%s</text>`+"\n", ganttLeft-6, f1(cy), esc(ganttShort(bd.name, 20)))
+	}
+	svg.s("</g>\n")
+
+	// Time grid and axis.
+	svg.s(`<g class="axis" stroke="#bbb" stroke-width="0.5">` + "\n")
+	for _, t := range ticks {
+		x := f1(l.x(t) + ganttLeft)
+		svg.f(`<line x1="%s" y1="%d" x2="%s" y2="%d"/>`+"\n", x, plotY, x, axisY+4)
+	}
+	svg.f(`<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="#333" stroke-width="1"/>`+"\n", ganttLeft, axisY, ganttLeft+ganttPlotW, axisY)
+	svg.s("</g>\n")
+	svg.s(`<g class="ticks" text-anchor="middle" fill="#333">` + "\n")
+	for _, t := range ticks {
+		svg.f(`<text x="%s" y="%d">%s</text>`+"\n", f1(l.x(t)+ganttLeft), axisY+16, ganttTick(t, step))
+	}
+	svg.s("</g>\n")
+	svg.f(`<text x="%d" y="%d" text-anchor="middle" fill="#555">virtual time since the run's start</text>`+"\n", ganttLeft+ganttPlotW/2, axisY+32)
+
+	// Workers, grouped by colour.
+	order := make([]int, len(l.items))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int {
+		x, y := l.items[a], l.items[b]
+		return cmp.Or(
+			strings.Compare(x.iv.Pipeline, y.iv.Pipeline),
+			strings.Compare(x.iv.Phase, y.iv.Phase),
+			cmp.Compare(x.band, y.band),
+			cmp.Compare(x.iv.Start, y.iv.Start),
+			cmp.Compare(x.lanes[0], y.lanes[0]),
+		)
+	})
+	inset := 0
+	if l.laneH >= 4 {
+		inset = 1 // a hairline between lanes
+	}
+	svg.s(`<g class="workers">` + "\n")
+	var open string
+	for _, i := range order {
+		it := l.items[i]
+		c := ganttHex(l.color(it.iv.Pipeline, it.iv.Phase))
+		if c != open {
+			if open != "" {
+				svg.s("</g>\n")
+			}
+			svg.f(`<g fill="%s">`+"\n", c)
+			open = c
+		}
+		x0, x1 := l.x(it.iv.Start)+ganttLeft, l.x(it.iv.End)+ganttLeft
+		wd := max(x1-x0, 0.2)
+		top := plotY + l.bands[it.band].y
+		runs := laneRuns(it.lanes)
+		if len(runs) == 1 {
+			svg.f(`<rect x="%s" y="%d" width="%s" height="%d">`, f1(x0), top+runs[0][0]*l.laneH, f1(wd), runs[0][1]*l.laneH-inset)
+			svg.f("<title>%s</title></rect>\n", esc(ganttTooltip(it.iv)))
+			continue
+		}
+		var d strings.Builder
+		for _, run := range runs {
+			fmt.Fprintf(&d, "M%s %dh%sv%dh-%sz", f1(x0), top+run[0]*l.laneH, f1(wd), run[1]*l.laneH-inset, f1(wd))
+		}
+		svg.f(`<path d="%s"><title>%s</title></path>`+"\n", d.String(), esc(ganttTooltip(it.iv)))
+	}
+	if open != "" {
+		svg.s("</g>\n")
+	}
+	svg.s("</g>\n")
+
+	// Legend.
+	svg.s(`<g class="legend">` + "\n")
+	for i, row := range legendRows {
+		y := legendY + 18*i
+		x := ganttLeft
+		svg.f(`<text x="%d" y="%d" text-anchor="end" fill="#555">%s</text>`+"\n", x-6, y+10, row.label)
+		for _, e := range row.entries {
+			if e.fill != "" {
+				svg.f(`<rect x="%d" y="%d" width="12" height="12" fill="%s"/>`+"\n", x, y, e.fill)
+				x += 16
+			}
+			svg.f(`<text x="%d" y="%d">%s</text>`+"\n", x, y+10, esc(e.text))
+			x += ganttTextW(e.text) + 14
+		}
+	}
+	svg.s("</g>\n</svg>\n")
+	if svg.err != nil {
+		return svg.err
+	}
+	return b.Flush()
+}
+
+// WritePNG renders the occupancy raster of WriteGantt (the plot area only:
+// no text) as a PNG, ganttPlotW pixels wide and as tall as the SVG's plot.
+func WritePNG(w io.Writer, r *Result, nodes []string, gpusPerNode map[string]int) error {
+	l := layoutGantt(r, nodes, gpusPerNode)
+	img := image.NewNRGBA(image.Rect(0, 0, ganttPlotW, max(l.plotH, 1)))
+	fill := func(x0, y0, x1, y1 int, c color.NRGBA) {
+		px := [4]byte{c.R, c.G, c.B, c.A}
+		for y := max(y0, 0); y < min(y1, img.Rect.Max.Y); y++ {
+			row := img.Pix[y*img.Stride:]
+			for x := max(x0, 0); x < min(x1, ganttPlotW); x++ {
+				copy(row[4*x:], px[:])
+			}
+		}
+	}
+	fill(0, 0, ganttPlotW, l.plotH, color.NRGBA{0x99, 0x99, 0x99, 0xff}) // separators
+	for i, bd := range l.bands {
+		c := color.NRGBA{0xf3, 0xf3, 0xf3, 0xff}
+		if i%2 == 1 {
+			c = color.NRGBA{0xe6, 0xe6, 0xe6, 0xff}
+		}
+		fill(0, bd.y, ganttPlotW, bd.y+bd.cap*l.laneH, c)
+		fill(0, bd.y+bd.cap*l.laneH, ganttPlotW, bd.y+bd.lanes*l.laneH, color.NRGBA{0xf7, 0xc9, 0xc9, 0xff})
+	}
+	ticks, _ := ganttTicks(l.tmax)
+	for _, t := range ticks {
+		x := int(math.Round(l.x(t)))
+		for _, bd := range l.bands {
+			fill(x, bd.y, x+1, bd.y+bd.lanes*l.laneH, color.NRGBA{0xc8, 0xc8, 0xc8, 0xff})
+		}
+	}
+	inset := 0
+	if l.laneH >= 4 {
+		inset = 1
+	}
+	for _, it := range l.items {
+		c := l.color(it.iv.Pipeline, it.iv.Phase)
+		x0 := int(math.Floor(l.x(it.iv.Start)))
+		x1 := max(int(math.Round(l.x(it.iv.End))), x0+1)
+		top := l.bands[it.band].y
+		for _, run := range laneRuns(it.lanes) {
+			y0 := top + run[0]*l.laneH
+			fill(x0, y0, x1, y0+run[1]*l.laneH-inset, c)
+		}
+	}
+	return png.Encode(w, img)
+}
+
+// layoutGantt places every GPU-holding worker interval in its node's lanes.
+func layoutGantt(r *Result, nodes []string, gpusPerNode map[string]int) *ganttLayout {
+	l := &ganttLayout{light: map[string]float64{}}
+	index := map[string]int{}
+	addBand := func(name string) {
+		if _, ok := index[name]; ok {
+			return
+		}
+		index[name] = len(l.bands)
+		l.bands = append(l.bands, ganttBand{name: name, cap: max(gpusPerNode[name], 0)})
+	}
+	for _, n := range nodes {
+		addBand(n)
+	}
+	var extra []string
+	perNode := make([][]int, len(l.bands))
+	phaseSet, pipeSet := map[string]bool{}, map[string]bool{}
+	for i := range r.Intervals {
+		iv := &r.Intervals[i]
+		if ganttGPUs(iv.GPUs) == 0 {
+			l.skipped++
+			continue
+		}
+		if _, ok := index[iv.Node]; !ok && !slices.Contains(extra, iv.Node) {
+			extra = append(extra, iv.Node)
+		}
+		phaseSet[iv.Phase], pipeSet[iv.Pipeline] = true, true
+		l.tmax = max(l.tmax, iv.End, iv.Start)
+	}
+	slices.Sort(extra)
+	for _, n := range extra {
+		addBand(n)
+	}
+	perNode = append(perNode, make([][]int, len(extra))...)
+	for i := range r.Intervals {
+		iv := &r.Intervals[i]
+		if ganttGPUs(iv.GPUs) > 0 {
+			b := index[iv.Node]
+			perNode[b] = append(perNode[b], i)
+		}
+	}
+	for b := range l.bands {
+		ivs := make([]Interval, len(perNode[b]))
+		for j, i := range perNode[b] {
+			ivs[j] = r.Intervals[i]
+		}
+		lanes, used := assignLanes(ivs, l.bands[b].cap)
+		l.bands[b].lanes = max(l.bands[b].cap, used)
+		for j, i := range perNode[b] {
+			l.items = append(l.items, ganttItem{iv: &r.Intervals[i], band: b, lanes: lanes[j]})
+		}
+	}
+
+	total := 0
+	for _, bd := range l.bands {
+		total += bd.lanes
+	}
+	l.laneH = max(1, min(ganttMaxLaneH, ganttMaxPlotH/max(total, 1)))
+	l.gap = 1
+	if l.laneH > 4 {
+		l.gap = 2
+	}
+	y := 0
+	for i := range l.bands {
+		if i > 0 {
+			y += l.gap
+		}
+		l.bands[i].y = y
+		y += l.bands[i].lanes * l.laneH
+	}
+	l.plotH = y
+	if l.tmax <= 0 {
+		l.tmax = time.Second
+	}
+
+	// Phase lightness: train dark, validate medium, test light; the others
+	// get distinct lightnesses in name order.
+	var others []string
+	for ph := range phaseSet {
+		if lt, ok := knownPhaseLight(ph); ok {
+			l.light[ph] = lt
+		} else {
+			others = append(others, ph)
+		}
+	}
+	slices.Sort(others)
+	palette := []float64{0.40, 0.62, 0.22, 0.82, 0.35, 0.56, 0.67, 0.45, 0.78, 0.26, 0.88, 0.18}
+	for i, ph := range others {
+		l.light[ph] = palette[i%len(palette)]
+	}
+	for ph := range phaseSet {
+		l.phases = append(l.phases, ph)
+	}
+	slices.SortFunc(l.phases, func(a, b string) int {
+		return cmp.Or(cmp.Compare(l.light[a], l.light[b]), strings.Compare(a, b))
+	})
+	for p := range pipeSet {
+		l.pipes = append(l.pipes, p)
+	}
+	slices.Sort(l.pipes)
+	return l
+}
+
+// assignLanes gives each interval of one node ganttGPUs(GPUs) lanes, greedily
+// in start order: the lowest adjacent free lanes if any below capacity, else
+// the lowest free lanes, adding lanes past capacity (or past what is in use)
+// only when fewer are free. A lane is free at t when its last occupant ended
+// by t, so intervals overlapping in time never share a lane. It returns each
+// interval's lanes (ascending) and the number of lanes used.
+func assignLanes(ivs []Interval, capacity int) ([][]int, int) {
+	order := make([]int, len(ivs))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int {
+		x, y := &ivs[a], &ivs[b]
+		return cmp.Or(
+			cmp.Compare(x.Start, y.Start),
+			cmp.Compare(y.End, x.End), // longer first
+			strings.Compare(x.Pipeline, y.Pipeline),
+			strings.Compare(x.Phase, y.Phase),
+			cmp.Compare(x.Iteration, y.Iteration),
+			cmp.Compare(x.Attempt, y.Attempt),
+			cmp.Compare(x.Worker, y.Worker),
+		)
+	})
+	busy := make([]time.Duration, max(capacity, 0)) // end of each lane's last occupant
+	out := make([][]int, len(ivs))
+	used := 0
+	for _, i := range order {
+		iv := &ivs[i]
+		k := max(1, ganttGPUs(iv.GPUs))
+		free := func(l int) bool { return l >= len(busy) || busy[l] <= iv.Start }
+		var lanes []int
+		// Adjacent lanes within what exists.
+		for l0 := 0; l0+k <= len(busy) && lanes == nil; l0++ {
+			ok := true
+			for l := l0; l < l0+k && ok; l++ {
+				ok = free(l)
+			}
+			if ok {
+				lanes = make([]int, k)
+				for j := range lanes {
+					lanes[j] = l0 + j
+				}
+			}
+		}
+		// Else the lowest free ones, growing if need be.
+		for l := 0; lanes == nil || len(lanes) < k; l++ {
+			if free(l) {
+				lanes = append(lanes, l)
+			}
+		}
+		end := max(iv.End, iv.Start)
+		for _, l := range lanes {
+			for l >= len(busy) {
+				busy = append(busy, 0)
+			}
+			busy[l] = end
+			used = max(used, l+1)
+		}
+		out[i] = lanes
+	}
+	return out, used
+}
+
+// laneRuns splits ascending lanes into runs of adjacent ones: [first, count].
+func laneRuns(lanes []int) [][2]int {
+	var runs [][2]int
+	for _, l := range lanes {
+		if n := len(runs); n > 0 && runs[n-1][0]+runs[n-1][1] == l {
+			runs[n-1][1]++
+			continue
+		}
+		runs = append(runs, [2]int{l, 1})
+	}
+	return runs
+}
+
+// ganttGPUs is the lanes a worker with g GPUs takes (0: none, not drawn).
+func ganttGPUs(g float64) int {
+	if g <= 0 || math.IsNaN(g) {
+		return 0
+	}
+	return int(math.Ceil(g - 1e-9))
+}
+
+func knownPhaseLight(phase string) (float64, bool) {
+	p := strings.ToLower(phase)
+	switch {
+	case strings.Contains(p, "test") || strings.HasPrefix(p, "eval"):
+		return 0.72, true
+	case strings.Contains(p, "val"):
+		return 0.50, true
+	case strings.Contains(p, "train"):
+		return 0.30, true
+	}
+	return 0, false
+}
+
+func (l *ganttLayout) x(t time.Duration) float64 {
+	return float64(t) / float64(l.tmax) * ganttPlotW
+}
+
+func (l *ganttLayout) bandPitch() int {
+	p := ganttMaxLaneH + 2
+	for _, bd := range l.bands {
+		p = min(p, bd.lanes*l.laneH+l.gap)
+	}
+	return max(p, 1)
+}
+
+func (l *ganttLayout) color(pipeline, phase string) color.NRGBA {
+	lt, ok := l.light[phase]
+	if !ok {
+		lt = 0.5
+	}
+	return hsl(pipelineHue(pipeline), 0.65, lt)
+}
+
+// pipelineHue is a stable hue (degrees) for a pipeline name.
+func pipelineHue(name string) float64 {
+	h := fnv.New32a()
+	h.Write([]byte(name))
+	// Golden-ratio scrambling spreads similar names' hashes around the wheel.
+	return math.Mod(float64(h.Sum32())*0.6180339887498949, 1) * 360
+}
+
+type legendEntry struct{ fill, text string }
+
+type legendRow struct {
+	label   string
+	entries []legendEntry
+}
+
+func (l *ganttLayout) legendRows() []legendRow {
+	maxW := ganttPlotW
+	var rows []legendRow
+	add := func(label string, es []legendEntry) {
+		row := legendRow{label: label}
+		w := 0
+		for _, e := range es {
+			ew := ganttTextW(e.text) + 14
+			if e.fill != "" {
+				ew += 16
+			}
+			if w+ew > maxW && len(row.entries) > 0 {
+				rows = append(rows, row)
+				row, w = legendRow{}, 0
+			}
+			row.entries = append(row.entries, e)
+			w += ew
+		}
+		rows = append(rows, row)
+	}
+	var es []legendEntry
+	for _, ph := range l.phases {
+		es = append(es, legendEntry{ganttHex(hsl(0, 0, l.light[ph])), ganttShort(ph, 24)})
+	}
+	for _, bd := range l.bands {
+		if bd.lanes > bd.cap {
+			es = append(es, legendEntry{"#f7c9c9", "over capacity"})
+			break
+		}
+	}
+	add("phase", es)
+	es = nil
+	for i, p := range l.pipes {
+		if i == ganttMaxLegend {
+			es = append(es, legendEntry{"", fmt.Sprintf("… and %d more", len(l.pipes)-i)})
+			break
+		}
+		es = append(es, legendEntry{ganttHex(hsl(pipelineHue(p), 0.65, 0.45)), ganttShort(p, 24)})
+	}
+	add("pipeline", es)
+	return rows
+}
+
+// ganttTicks picks round tick times (about 6 to 12 of them) up to tmax.
+func ganttTicks(tmax time.Duration) ([]time.Duration, time.Duration) {
+	steps := []time.Duration{
+		time.Second, 2 * time.Second, 5 * time.Second, 10 * time.Second, 15 * time.Second, 30 * time.Second,
+		time.Minute, 2 * time.Minute, 5 * time.Minute, 10 * time.Minute, 15 * time.Minute, 30 * time.Minute,
+		time.Hour, 2 * time.Hour, 3 * time.Hour, 6 * time.Hour, 12 * time.Hour, 24 * time.Hour,
+		48 * time.Hour, 96 * time.Hour, 168 * time.Hour, 336 * time.Hour, 672 * time.Hour,
+	}
+	step := steps[len(steps)-1]
+	for _, s := range steps {
+		if tmax/s <= 12 {
+			step = s
+			break
+		}
+	}
+	for tmax/step > 12 {
+		step *= 2
+	}
+	var ticks []time.Duration
+	for t := time.Duration(0); t <= tmax; t += step {
+		ticks = append(ticks, t)
+	}
+	return ticks, step
+}
+
+// ganttTick labels a tick: "0", "45s", "30m", "2h", "1h30m".
+func ganttTick(t, step time.Duration) string {
+	if t == 0 {
+		return "0"
+	}
+	h, m, s := int64(t/time.Hour), int64(t%time.Hour/time.Minute), int64(t%time.Minute/time.Second)
+	var b strings.Builder
+	if h > 0 {
+		fmt.Fprintf(&b, "%dh", h)
+	}
+	if m > 0 {
+		fmt.Fprintf(&b, "%dm", m)
+	}
+	if s > 0 || (step < time.Minute && b.Len() == 0) {
+		fmt.Fprintf(&b, "%ds", s)
+	}
+	return b.String()
+}
+
+// ganttClock formats a duration as h:mm:ss.
+func ganttClock(d time.Duration) string {
+	d = d.Round(time.Second)
+	neg := ""
+	if d < 0 {
+		neg, d = "-", -d
+	}
+	return fmt.Sprintf("%s%d:%02d:%02d", neg, d/time.Hour, d%time.Hour/time.Minute, d%time.Minute/time.Second)
+}
+
+func ganttTooltip(iv *Interval) string {
+	s := fmt.Sprintf("%s %s#%d.%d worker %d %s–%s on %s", iv.Pipeline, iv.Phase, iv.Iteration, iv.Attempt, iv.Worker,
+		ganttClock(iv.Start), ganttClock(iv.End), iv.Node)
+	if iv.GPUs != 1 {
+		s += fmt.Sprintf(", %s GPUs", strconv.FormatFloat(iv.GPUs, 'f', -1, 64))
+	}
+	return s
+}
+
+// ganttShort cuts s to n runes, keeping its end (node and pipeline names
+// differ at the end).
+func ganttShort(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return "…" + string(r[len(r)-n+1:])
+}
+
+// ganttTextW estimates the width of 11px sans-serif text.
+func ganttTextW(s string) int { return int(math.Ceil(float64(len([]rune(s))) * 6.2)) }
+
+func hsl(h, s, l float64) color.NRGBA {
+	c := (1 - math.Abs(2*l-1)) * s
+	hp := math.Mod(h, 360) / 60
+	x := c * (1 - math.Abs(math.Mod(hp, 2)-1))
+	var r, g, b float64
+	switch {
+	case hp < 1:
+		r, g = c, x
+	case hp < 2:
+		r, g = x, c
+	case hp < 3:
+		g, b = c, x
+	case hp < 4:
+		g, b = x, c
+	case hp < 5:
+		r, b = x, c
+	default:
+		r, b = c, x
+	}
+	m := l - c/2
+	to := func(v float64) uint8 { return uint8(math.Round(math.Max(0, math.Min(1, v+m)) * 255)) }
+	return color.NRGBA{to(r), to(g), to(b), 0xff}
+}
+
+func ganttHex(c color.NRGBA) string { return fmt.Sprintf("#%02x%02x%02x", c.R, c.G, c.B) }
+
+// f1 formats v with at most one decimal.
+func f1(v float64) string { return strconv.FormatFloat(math.Round(v*10)/10, 'f', -1, 64) }
+
+func esc(s string) string { return html.EscapeString(s) }
+
+// svgWriter keeps the first write error.
+type svgWriter struct {
+	w   *bufio.Writer
+	err error
+}
+
+func (s *svgWriter) f(format string, args ...any) {
+	if s.err == nil {
+		_, s.err = fmt.Fprintf(s.w, format, args...)
+	}
+}
+
+func (s *svgWriter) s(str string) {
+	if s.err == nil {
+		_, s.err = s.w.WriteString(str)
+	}
+}

@@ -1,0 +1,378 @@
+package phases
+
+import (
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/phasegang/phasegang/apis/v1alpha1"
+)
+
+const (
+	Pending   = v1alpha1.PhasePending
+	Queued    = v1alpha1.PhaseQueued
+	Running   = v1alpha1.PhaseRunning
+	Succeeded = v1alpha1.PhaseSucceeded
+	Failed    = v1alpha1.PhaseFailed
+	Skipped   = v1alpha1.PhaseSkipped
+)
+
+func linear() *ptBuilder {
+	return MakePT("p").
+		Phase("train", 8).
+		Phase("validate", 2).DependsOn("train").Outputs("accuracy").
+		Phase("test", 1).DependsOn("validate")
+}
+
+func diamond() *ptBuilder {
+	return MakePT("p").
+		Phase("prep", 1).
+		Phase("a", 2).DependsOn("prep").
+		Phase("b", 2).DependsOn("prep").
+		Phase("join", 1).DependsOn("a", "b")
+}
+
+func loopPT(max int32) *ptBuilder {
+	return MakePT("p").
+		Phase("prep", 1).
+		Phase("train", 8).DependsOn("prep").
+		Phase("validate", 2).DependsOn("train").Outputs("accuracy").
+		Phase("test", 1).DependsOn("validate").
+		Iterate(max, "float(phases.validate.outputs.accuracy) >= 0.9", "train", "validate")
+}
+
+func allOK(n int32) Observation { return Observation{Granted: n, Succeeded: n} }
+
+func ended(in Instance, state v1alpha1.PhaseState, msg string, w v1alpha1.WorkerCounts, outs ...string) Ending {
+	e := Ending{Instance: in, State: state, Message: msg, Workers: w}
+	if state == Failed {
+		e.Reason = v1alpha1.ReasonPhaseFailed
+	}
+	if len(outs) > 0 {
+		e.Outputs = map[string]string{}
+		for i := 0; i+1 < len(outs); i += 2 {
+			e.Outputs[outs[i]] = outs[i+1]
+		}
+	}
+	return e
+}
+
+func wc(min, granted, running, succeeded, failed int32) v1alpha1.WorkerCounts {
+	return v1alpha1.WorkerCounts{Min: min, Desired: min, Granted: granted, Running: running, Succeeded: succeeded, Failed: failed}
+}
+
+type outcome struct {
+	state       v1alpha1.PipelineState
+	reason, msg string
+}
+
+func running(msg string) outcome {
+	return outcome{v1alpha1.PipelineRunning, v1alpha1.ReasonPhaseRunning, msg}
+}
+
+func final(st v1alpha1.PipelineState, reason, msg string) outcome { return outcome{st, reason, msg} }
+
+func TestNext(t *testing.T) {
+	type tc struct {
+		pt     *ptBuilder
+		status *v1alpha1.PhasedTrainingStatus
+		obs    Observations
+		now    time.Duration // after t0
+		want   Step
+	}
+	withState := func(s Step, o outcome) Step {
+		s.State, s.Reason, s.Message = o.state, o.reason, o.msg
+		return s
+	}
+	tests := map[string]tc{
+		"linear: empty status queues the first phase": {
+			pt:   linear(),
+			want: withState(Step{Queue: []Instance{inst("train", 0, 0)}}, running("train")),
+		},
+		"linear: nothing observed, nothing decided": {
+			pt:     linear(),
+			status: status(ps("train", 0, 0, Running)),
+			want:   withState(Step{}, running("train")),
+		},
+		"linear: train succeeds, validate queued": {
+			pt:     linear(),
+			status: status(ps("train", 0, 0, Running)),
+			obs:    Observations{inst("train", 0, 0): allOK(8)},
+			want: withState(Step{
+				End:   []Ending{ended(inst("train", 0, 0), Succeeded, "all 8 workers succeeded", wc(8, 8, 0, 8, 0))},
+				Queue: []Instance{inst("validate", 0, 0)},
+			}, running("validate")),
+		},
+		"linear: last phase succeeds, pipeline succeeds": {
+			pt: linear(),
+			status: status(ps("train", 0, 0, Succeeded), ps("validate", 0, 0, Succeeded).Out("accuracy", "0.9"),
+				ps("test", 0, 0, Running)),
+			obs: Observations{inst("test", 0, 0): allOK(1)},
+			want: withState(Step{
+				End: []Ending{ended(inst("test", 0, 0), Succeeded, "all 1 workers succeeded", wc(1, 1, 0, 1, 0))},
+			}, final(v1alpha1.PipelineSucceeded, v1alpha1.ReasonAllPhasesEnded, "every phase succeeded or was skipped")),
+		},
+		"diamond: prep succeeds, both branches queued": {
+			pt:     diamond(),
+			status: status(ps("prep", 0, 0, Running)),
+			obs:    Observations{inst("prep", 0, 0): allOK(1)},
+			want: withState(Step{
+				End:   []Ending{ended(inst("prep", 0, 0), Succeeded, "all 1 workers succeeded", wc(1, 1, 0, 1, 0))},
+				Queue: []Instance{inst("a", 0, 0), inst("b", 0, 0)},
+			}, running("a,b")),
+		},
+		"diamond: join waits for both branches": {
+			pt:     diamond(),
+			status: status(ps("prep", 0, 0, Succeeded), ps("a", 0, 0, Running), ps("b", 0, 0, Running)),
+			obs:    Observations{inst("a", 0, 0): allOK(2)},
+			want: withState(Step{
+				End: []Ending{ended(inst("a", 0, 0), Succeeded, "all 2 workers succeeded", wc(2, 2, 0, 2, 0))},
+			}, running("b")),
+		},
+		"diamond: join queued after both": {
+			pt:     diamond(),
+			status: status(ps("prep", 0, 0, Succeeded), ps("a", 0, 0, Succeeded), ps("b", 0, 0, Running)),
+			obs:    Observations{inst("b", 0, 0): allOK(2)},
+			want: withState(Step{
+				End:   []Ending{ended(inst("b", 0, 0), Succeeded, "all 2 workers succeeded", wc(2, 2, 0, 2, 0))},
+				Queue: []Instance{inst("join", 0, 0)},
+			}, running("join")),
+		},
+		"when reads outputs: skipped, dependents still run": {
+			pt: MakePT("p").
+				Phase("validate", 2).Outputs("accuracy").
+				Phase("retrain", 8).DependsOn("validate").When("float(phases.validate.outputs.accuracy) < 0.9").
+				Phase("deploy", 1).DependsOn("retrain"),
+			status: status(ps("validate", 0, 0, Running)),
+			obs:    Observations{inst("validate", 0, 0): {Granted: 2, Succeeded: 2, Outputs: map[string]string{"accuracy": "0.95", "junk": "x"}}},
+			want: withState(Step{
+				End:   []Ending{ended(inst("validate", 0, 0), Succeeded, "all 2 workers succeeded", wc(2, 2, 0, 2, 0), "accuracy", "0.95")},
+				Skip:  []Skip{{Instance: inst("retrain", 0, 0), Message: "when was false: float(phases.validate.outputs.accuracy) < 0.9"}},
+				Queue: []Instance{inst("deploy", 0, 0)},
+			}, running("deploy")),
+		},
+		"when reads a missing output: expression error fails the pipeline": {
+			pt: MakePT("p").
+				Phase("validate", 2).Outputs("accuracy").
+				Phase("retrain", 8).DependsOn("validate").When("float(phases.validate.outputs.accuracy) < 0.9"),
+			status: status(ps("validate", 0, 0, Succeeded)),
+			want: withState(Step{}, final(v1alpha1.PipelineFailed, v1alpha1.ReasonExpressionError,
+				"spec.phases[1].when: phase retrain: phases.validate.outputs.accuracy has no value: phase validate (Succeeded) did not report it (1:31)")),
+		},
+		"retry: failed attempt queues the next attempt": {
+			pt:     MakePT("p").Phase("train", 8).Retries(2),
+			status: status(ps("train", 0, 0, Running)),
+			obs:    Observations{inst("train", 0, 0): {Granted: 8, Running: 7, Failed: 1}},
+			want: withState(Step{
+				End:   []Ending{ended(inst("train", 0, 0), Failed, "1 of 8 workers failed", wc(8, 8, 7, 0, 1))},
+				Queue: []Instance{inst("train", 0, 1)},
+			}, running("train")),
+		},
+		"retry: second attempt succeeds": {
+			pt:     MakePT("p").Phase("train", 8).Retries(2).Phase("test", 1).DependsOn("train"),
+			status: status(ps("train", 0, 0, Failed), ps("train", 0, 1, Running)),
+			obs:    Observations{inst("train", 0, 1): allOK(8)},
+			want: withState(Step{
+				End:   []Ending{ended(inst("train", 0, 1), Succeeded, "all 8 workers succeeded", wc(8, 8, 0, 8, 0))},
+				Queue: []Instance{inst("test", 0, 0)},
+			}, running("test")),
+		},
+		"retry exhausted: pipeline fails naming the phase": {
+			pt:     MakePT("p").Phase("train", 8).Retries(1).Phase("test", 1).DependsOn("train"),
+			status: status(ps("train", 0, 0, Failed), ps("train", 0, 1, Running)),
+			obs:    Observations{inst("train", 0, 1): {Granted: 8, Failed: 2, Running: 6}},
+			want: withState(Step{
+				End: []Ending{ended(inst("train", 0, 1), Failed, "2 of 8 workers failed", wc(8, 8, 6, 0, 2))},
+			}, final(v1alpha1.PipelineFailed, v1alpha1.ReasonPhaseFailed, "phase train failed after 2 attempt(s): 2 of 8 workers failed")),
+		},
+		"iterate: until false, next iteration starts": {
+			pt: loopPT(5),
+			status: status(ps("prep", 0, 0, Succeeded), ps("train", 0, 0, Succeeded),
+				ps("validate", 0, 0, Running)),
+			obs: Observations{inst("validate", 0, 0): {Granted: 2, Succeeded: 2, Outputs: map[string]string{"accuracy": "0.5"}}},
+			want: withState(Step{
+				End:       []Ending{ended(inst("validate", 0, 0), Succeeded, "all 2 workers succeeded", wc(2, 2, 0, 2, 0), "accuracy", "0.5")},
+				Queue:     []Instance{inst("train", 1, 0)},
+				Iteration: 1,
+			}, running("train")),
+		},
+		"iterate: early stop via until, downstream queued": {
+			pt: loopPT(5),
+			status: status(ps("prep", 0, 0, Succeeded), ps("train", 0, 0, Succeeded), ps("validate", 0, 0, Succeeded).Out("accuracy", "0.5"),
+				ps("train", 1, 0, Succeeded), ps("validate", 1, 0, Running)),
+			obs: Observations{inst("validate", 1, 0): {Granted: 2, Succeeded: 2, Outputs: map[string]string{"accuracy": "0.93"}}},
+			want: withState(Step{
+				End:       []Ending{ended(inst("validate", 1, 0), Succeeded, "all 2 workers succeeded", wc(2, 2, 0, 2, 0), "accuracy", "0.93")},
+				Queue:     []Instance{inst("test", 0, 0)},
+				Iteration: 1,
+			}, running("test")),
+		},
+		"iterate: maxIterations reached, downstream queued": {
+			pt: loopPT(2),
+			status: status(ps("prep", 0, 0, Succeeded), ps("train", 0, 0, Succeeded), ps("validate", 0, 0, Succeeded).Out("accuracy", "0.5"),
+				ps("train", 1, 0, Succeeded), ps("validate", 1, 0, Succeeded).Out("accuracy", "0.6")),
+			want: withState(Step{
+				Queue:     []Instance{inst("test", 0, 0)},
+				Iteration: 1,
+			}, running("test")),
+		},
+		"iterate: loop done and downstream ended: succeeded with why": {
+			pt: loopPT(2),
+			status: status(ps("prep", 0, 0, Succeeded), ps("train", 0, 0, Succeeded), ps("validate", 0, 0, Succeeded).Out("accuracy", "0.5"),
+				ps("train", 1, 0, Succeeded), ps("validate", 1, 0, Succeeded).Out("accuracy", "0.95"), ps("test", 0, 0, Succeeded)),
+			want: withState(Step{Iteration: 1}, final(v1alpha1.PipelineSucceeded, v1alpha1.ReasonAllPhasesEnded,
+				"every phase succeeded or was skipped; the loop ended: iterate.until was true after iteration 1")),
+		},
+		"iterate: downstream sees the last iteration": {
+			pt: MakePT("p").
+				Phase("train", 8).
+				Phase("validate", 2).DependsOn("train").Outputs("accuracy").
+				Phase("test", 1).DependsOn("validate").
+				When(`iteration == 1 && phases.validate.iteration == 1 && phases.validate.outputs.accuracy == "0.6"`).
+				Iterate(2, "", "train", "validate"),
+			status: status(ps("train", 0, 0, Succeeded), ps("validate", 0, 0, Succeeded).Out("accuracy", "0.5"),
+				ps("train", 1, 0, Succeeded), ps("validate", 1, 0, Succeeded).Out("accuracy", "0.6")),
+			want: withState(Step{Queue: []Instance{inst("test", 0, 0)}, Iteration: 1}, running("test")),
+		},
+		"iterate: until error fails the pipeline": {
+			pt: loopPT(3),
+			status: status(ps("prep", 0, 0, Succeeded), ps("train", 0, 0, Succeeded),
+				ps("validate", 0, 0, Succeeded)),
+			want: withState(Step{}, final(v1alpha1.PipelineFailed, v1alpha1.ReasonExpressionError,
+				"spec.iterate.until: after iteration 0: phases.validate.outputs.accuracy has no value: phase validate (Succeeded) did not report it (1:31)")),
+		},
+		"chief policy: chief succeeded while others run": {
+			pt:     MakePT("p").Phase("train", 4).Policy("Chief"),
+			status: status(ps("train", 0, 0, Running)),
+			obs:    Observations{inst("train", 0, 0): {Granted: 4, Running: 3, Succeeded: 1, ChiefSucceeded: true}},
+			want: withState(Step{
+				End: []Ending{ended(inst("train", 0, 0), Succeeded, "worker 0 (chief) succeeded", wc(4, 4, 3, 1, 0))},
+			}, final(v1alpha1.PipelineSucceeded, v1alpha1.ReasonAllPhasesEnded, "every phase succeeded or was skipped")),
+		},
+		"chief policy: other workers failing do not matter": {
+			pt:     MakePT("p").Phase("train", 4).Policy("Chief"),
+			status: status(ps("train", 0, 0, Running)),
+			obs:    Observations{inst("train", 0, 0): {Granted: 4, Running: 1, Failed: 3}},
+			want:   withState(Step{}, running("train")),
+		},
+		"chief policy: chief failed": {
+			pt:     MakePT("p").Phase("train", 4).Policy("Chief"),
+			status: status(ps("train", 0, 0, Running)),
+			obs:    Observations{inst("train", 0, 0): {Granted: 4, Running: 3, Failed: 1, ChiefFailed: true}},
+			want: withState(Step{
+				End: []Ending{ended(inst("train", 0, 0), Failed, "worker 0 (chief) failed", wc(4, 4, 3, 0, 1))},
+			}, final(v1alpha1.PipelineFailed, v1alpha1.ReasonPhaseFailed, "phase train failed after 1 attempt(s): worker 0 (chief) failed")),
+		},
+		"expr policy: 2 of 5 is not half (float division)": {
+			pt:     MakePT("p").Phase("train", 5).Policy("succeeded >= workers / 2"),
+			status: status(ps("train", 0, 0, Running)),
+			obs:    Observations{inst("train", 0, 0): {Granted: 5, Running: 3, Succeeded: 2}},
+			want:   withState(Step{}, running("train")),
+		},
+		"expr policy: 3 of 5 succeeds": {
+			pt:     MakePT("p").Phase("train", 5).Policy("succeeded >= workers / 2"),
+			status: status(ps("train", 0, 0, Running)),
+			obs:    Observations{inst("train", 0, 0): {Granted: 5, Running: 2, Succeeded: 3}},
+			want: withState(Step{
+				End: []Ending{ended(inst("train", 0, 0), Succeeded, "successPolicy was true: succeeded >= workers / 2", wc(5, 5, 2, 3, 0))},
+			}, final(v1alpha1.PipelineSucceeded, v1alpha1.ReasonAllPhasesEnded, "every phase succeeded or was skipped")),
+		},
+		"expr policy: false with every worker ended fails": {
+			pt:     MakePT("p").Phase("train", 5).Policy("succeeded >= workers / 2"),
+			status: status(ps("train", 0, 0, Running)),
+			obs:    Observations{inst("train", 0, 0): {Granted: 5, Succeeded: 2, Failed: 3}},
+			want: withState(Step{
+				End: []Ending{ended(inst("train", 0, 0), Failed, "successPolicy was false with every worker ended (2 succeeded, 3 failed of 5): succeeded >= workers / 2", wc(5, 5, 0, 2, 3))},
+			}, final(v1alpha1.PipelineFailed, v1alpha1.ReasonPhaseFailed, "phase train failed after 1 attempt(s): successPolicy was false with every worker ended (2 succeeded, 3 failed of 5): succeeded >= workers / 2")),
+		},
+		"expr policy: missing output waits while workers run": {
+			pt:     MakePT("p").Phase("eval", 2).Outputs("loss").Policy("float(outputs.loss) < 1"),
+			status: status(ps("eval", 0, 0, Running)),
+			obs:    Observations{inst("eval", 0, 0): {Granted: 2, Running: 1, Succeeded: 1}},
+			want:   withState(Step{}, running("eval")),
+		},
+		"expr policy: missing output after every worker ended is an expression error": {
+			pt:     MakePT("p").Phase("eval", 2).Outputs("loss").Policy("float(outputs.loss) < 1"),
+			status: status(ps("eval", 0, 0, Running)),
+			obs:    Observations{inst("eval", 0, 0): {Granted: 2, Succeeded: 2}},
+			want: withState(Step{}, final(v1alpha1.PipelineFailed, v1alpha1.ReasonExpressionError,
+				"spec.phases[0].successPolicy: phase eval: outputs.loss has no value: no worker of phase eval reported it yet (1:15)")),
+		},
+		"timeout: running too long fails the attempt": {
+			pt:     MakePT("p").Phase("train", 8).Timeout(time.Hour),
+			status: status(ps("train", 0, 0, Running).Reserved(0).Started(time.Minute)),
+			now:    time.Hour + 2*time.Minute,
+			want: withState(Step{
+				End: []Ending{{Instance: inst("train", 0, 0), State: Failed, Reason: v1alpha1.ReasonPhaseTimedOut, Message: "timed out after 1h0m0s (spec.phases[0].timeout)"}},
+			}, final(v1alpha1.PipelineFailed, v1alpha1.ReasonPhaseTimedOut, "phase train failed after 1 attempt(s): timed out after 1h0m0s (spec.phases[0].timeout)")),
+		},
+		"timeout: not yet, wake at the deadline": {
+			pt:     MakePT("p").Phase("train", 8).Timeout(time.Hour),
+			status: status(ps("train", 0, 0, Running).Reserved(0).Started(time.Minute)),
+			now:    30 * time.Minute,
+			want:   withState(Step{Wake: t0.Add(time.Hour + time.Minute + time.Nanosecond)}, running("train")),
+		},
+		"start timeout: first one backs off 10s": {
+			pt:     MakePT("p").Phase("train", 8).StartTimeout(5 * time.Minute),
+			status: status(ps("train", 0, 0, Running).Reserved(0)),
+			now:    6 * time.Minute,
+			want: withState(Step{
+				Requeue: []Requeue{{Instance: inst("train", 0, 0), NotBefore: t0.Add(6*time.Minute + 10*time.Second),
+					Message: "start timeout 1: not every worker was running 5m0s after the gang was reserved; released and requeued with a 10s backoff"}},
+				Wake: t0.Add(6*time.Minute + 10*time.Second + time.Nanosecond),
+			}, running("train")),
+		},
+		"start timeout: third one backs off 40s": {
+			pt: MakePT("p").Phase("train", 8).StartTimeout(5 * time.Minute),
+			status: status(ps("train", 0, 0, Running).Reserved(0).
+				Msg("start timeout 2: not every worker was running 5m0s after the gang was reserved; released and requeued with a 20s backoff")),
+			now: 6 * time.Minute,
+			want: withState(Step{
+				Requeue: []Requeue{{Instance: inst("train", 0, 0), NotBefore: t0.Add(6*time.Minute + 40*time.Second),
+					Message: "start timeout 3: not every worker was running 5m0s after the gang was reserved; released and requeued with a 40s backoff"}},
+				Wake: t0.Add(6*time.Minute + 40*time.Second + time.Nanosecond),
+			}, running("train")),
+		},
+	}
+	for name, tt := range tests {
+		t.Run(name, func(t *testing.T) {
+			p := tt.pt.Pipeline(t)
+			st := tt.status
+			if st == nil {
+				st = &v1alpha1.PhasedTrainingStatus{}
+			}
+			before := st.DeepCopy()
+			got := p.Next(st, tt.obs, t0.Add(tt.now))
+			if d := cmp.Diff(tt.want, got, cmpopts.EquateEmpty()); d != "" {
+				t.Errorf("Next (-want +got):\n%s", d)
+			}
+			if d := cmp.Diff(before, st); d != "" {
+				t.Errorf("Next changed its input status:\n%s", d)
+			}
+			// Idempotence: once applied, the same call decides nothing more.
+			if got.State != v1alpha1.PipelineFailed {
+				p.Apply(st, got, t0.Add(tt.now))
+				again := p.Next(st, tt.obs, t0.Add(tt.now))
+				again.Wake = time.Time{}
+				want := Step{Iteration: got.Iteration, State: got.State, Reason: got.Reason, Message: got.Message}
+				if d := cmp.Diff(want, again, cmpopts.EquateEmpty()); d != "" {
+					t.Errorf("Next after Apply is not empty (-want +got):\n%s", d)
+				}
+			}
+		})
+	}
+}
+
+func TestStartBackoff(t *testing.T) {
+	got := []time.Duration{}
+	for n := 1; n <= 8; n++ {
+		got = append(got, StartBackoff(n))
+	}
+	want := []time.Duration{10 * time.Second, 20 * time.Second, 40 * time.Second, 80 * time.Second,
+		160 * time.Second, 320 * time.Second, 10 * time.Minute, 10 * time.Minute}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Error(d)
+	}
+}
