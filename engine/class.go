@@ -15,6 +15,15 @@ import (
 // taints and tolerations, cordon) so the engine never reserves a node the
 // scheduler would then refuse.
 func (s *State) class(gr *gangReq) *nodeClass {
+	if gr.nodesVersion == s.nodesVersion {
+		return gr.class
+	}
+	c := s.classOf(gr)
+	gr.class, gr.infeasible, gr.nodesVersion = c, s.infeasibility(gr, c), s.nodesVersion
+	return c
+}
+
+func (s *State) classOf(gr *gangReq) *nodeClass {
 	if c, ok := s.classes[gr.classKey]; ok {
 		return c
 	}

@@ -23,45 +23,63 @@ func (s *State) cycle(now time.Time) Plan {
 	var plan Plan
 	s.releasePending(&plan)
 	s.sumFree()
-
-	order := make([]*gangReq, 0, len(s.queue))
-	for _, gr := range s.queue {
-		order = append(order, gr)
-	}
-	slices.SortFunc(order, func(a, b *gangReq) int { return compareQueue(&a.req, &b.req) })
+	donors := s.donors()
 
 	reserved := map[GangKey]int{} // gang → index in plan.Reserves
 	var blocked []*gangReq
 	var head *gangReq
 	var fenced []bool
 	var backoff []*gangReq
-	for _, gr := range order {
+	// failedMin[shape] is the smallest min of a gang of that shape that
+	// found no room, reclaim included, in this cycle. Until capacity is
+	// freed (only a reclaim frees it mid-cycle) a gang of the same shape
+	// and at least that min cannot fit either, and one behind it has no
+	// more surplus to reclaim: skip it without scanning the nodes.
+	failedMin := map[string]int32{}
+	kept := s.order[:0]
+	for _, gr := range s.order {
+		if gr.removed {
+			continue
+		}
 		if now.Before(gr.req.NotBefore) {
 			backoff = append(backoff, gr)
+			kept = append(kept, gr)
 			continue
 		}
 		c := s.class(gr)
-		if msg := s.infeasibility(gr, c); msg != "" {
-			plan.Infeasible = append(plan.Infeasible, Infeasible{Gang: gr.req.Gang, Message: msg})
+		if gr.infeasible != "" {
+			plan.Infeasible = append(plan.Infeasible, Infeasible{Gang: gr.req.Gang, Message: gr.infeasible})
+			kept = append(kept, gr)
 			continue
 		}
-		var fence []bool
-		if head != nil {
-			fence = fenced
+		var nodes []int32
+		if m, failed := failedMin[gr.shapeKey]; !failed || gr.req.Min < m {
+			var fence []bool
+			if head != nil {
+				fence = fenced
+			}
+			nodes = s.place(gr, c, gr.req.Min, gr.req.Min, fence).nodes
+			if nodes == nil && len(donors) > 0 {
+				if nodes = s.reclaim(gr, c, fence, donors, &plan); nodes != nil {
+					clear(failedMin)
+					donors = s.donors()
+				}
+			}
+			if nodes == nil {
+				failedMin[gr.shapeKey] = gr.req.Min
+			}
 		}
-		p := s.place(gr, c, gr.req.Min, gr.req.Min, fence)
-		if p.nodes == nil {
-			p.nodes = s.reclaim(gr, c, fence, &plan)
-		}
-		if p.nodes != nil {
+		if nodes != nil {
 			g := &grantState{gangReq: *gr}
-			s.take(g, p.nodes)
+			g.removed = false
+			s.take(g, nodes)
 			s.grants[gr.req.Gang] = g
 			delete(s.queue, gr.req.Gang)
 			reserved[gr.req.Gang] = len(plan.Reserves)
-			plan.Reserves = append(plan.Reserves, Reservation{Gang: gr.req.Gang, Workers: s.workerPlacements(0, p.nodes)})
+			plan.Reserves = append(plan.Reserves, Reservation{Gang: gr.req.Gang, Workers: s.workerPlacements(0, nodes)})
 			continue
 		}
+		kept = append(kept, gr)
 		blocked = append(blocked, gr)
 		if head == nil {
 			head = gr
@@ -70,14 +88,34 @@ func (s *State) cycle(now time.Time) Plan {
 			}
 		}
 	}
+	clear(s.order[len(kept):])
+	s.order = kept
 	if fenced == nil {
 		s.fence = nil
 	}
 	plan.Fence = s.fence
 
 	s.grow(&plan, blocked, reserved)
-	s.explain(&plan, now, blocked, backoff, fenced != nil)
+	if !s.cfg.SkipWaiting {
+		s.explain(&plan, now, blocked, backoff, fenced != nil)
+	}
 	return plan
+}
+
+// donors lists the grants with elastic surplus (workers above min), the
+// youngest (or lowest-priority) first: the order in which surplus is
+// reclaimed.
+func (s *State) donors() []*grantState {
+	var out []*grantState
+	for _, g := range s.grants {
+		if int32(len(g.workers)) > g.req.Min {
+			if _, releasing := s.pendingRelease[g.req.Gang]; !releasing {
+				out = append(out, g)
+			}
+		}
+	}
+	slices.SortFunc(out, func(a, b *grantState) int { return compareQueue(&b.req, &a.req) })
+	return out
 }
 
 // releasePending drops the grants marked for release, in key order.
@@ -163,20 +201,16 @@ type surplusWorker struct {
 // gangs behind it in queue order: the youngest (or lowest-priority) gang's
 // highest-index workers go first. It shrinks only if that lets gr fit, and
 // then as little as needed. It returns gr's placement, or nil.
-func (s *State) reclaim(gr *gangReq, c *nodeClass, fence []bool, plan *Plan) []int32 {
-	var donors []*grantState
-	for _, g := range s.grants {
-		if int32(len(g.workers)) > g.req.Min && compareQueue(&g.req, &gr.req) > 0 {
-			if _, releasing := s.pendingRelease[g.req.Gang]; !releasing {
-				donors = append(donors, g)
-			}
-		}
+func (s *State) reclaim(gr *gangReq, c *nodeClass, fence []bool, all []*grantState, plan *Plan) []int32 {
+	// Donors are youngest first; those behind gr are a prefix.
+	n := 0
+	for n < len(all) && compareQueue(&all[n].req, &gr.req) > 0 {
+		n++
 	}
+	donors := all[:n]
 	if len(donors) == 0 {
 		return nil
 	}
-	// Youngest first.
-	slices.SortFunc(donors, func(a, b *grantState) int { return compareQueue(&b.req, &a.req) })
 	var cands []surplusWorker
 	for _, g := range donors {
 		for i := len(g.workers) - 1; i >= int(g.req.Min); i-- {

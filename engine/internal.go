@@ -36,6 +36,16 @@ type gangReq struct {
 	fp       []dimAmt
 	fpKey    string
 	classKey string
+	// shapeKey is classKey + fpKey: gangs of one shape fit or fail alike.
+	shapeKey string
+	// removed marks an entry of State.order that left the queue; the next
+	// cycle compacts it away.
+	removed bool
+	// class and infeasible cache the node class and the empty-cluster
+	// verdict for nodesVersion.
+	class        *nodeClass
+	infeasible   string
+	nodesVersion int
 }
 
 // grantState is a ledger entry.
@@ -43,6 +53,8 @@ type grantState struct {
 	gangReq
 	// workers[i] is the node index of worker i; -1 once its node is removed.
 	workers []int32
+	// lostNode names the removed node of the workers at -1.
+	lostNode string
 }
 
 type pendingRelease struct {
@@ -58,6 +70,8 @@ type nodeClass struct {
 	// infeasible caches the empty-cluster check per footprint and min.
 	infeasible map[string]string
 }
+
+func nodeLostMessage(name string) string { return "node " + name + " was removed" }
 
 func compareStrings(a, b string) int { return strings.Compare(a, b) }
 
@@ -162,26 +176,33 @@ func (s *State) newGangReq(r Request) *gangReq {
 	}
 	gr.fpKey = b.String()
 	gr.classKey = constraintsKey(r.Constraints)
+	gr.shapeKey = gr.classKey + "\x00" + gr.fpKey
+	gr.nodesVersion = -1
 	return gr
 }
 
 func (s *State) restoreGrant(g Grant) {
 	gs := &grantState{gangReq: *s.newGangReq(g.Request)}
-	lost := ""
+	lost := false
 	for _, name := range g.Workers {
 		i, ok := s.nodeIdx[name]
 		if !ok {
 			gs.workers = append(gs.workers, -1)
-			lost = name
+			if !lost {
+				gs.lostNode, lost = name, true
+			}
 			continue
 		}
 		gs.workers = append(gs.workers, int32(i))
 	}
+	if g.LostNode != "" && !lost {
+		gs.lostNode, lost = g.LostNode, true
+	}
 	s.reserveWorkers(gs, gs.workers)
 	s.grants[g.Gang] = gs
 	switch {
-	case lost != "":
-		s.pendingRelease[g.Gang] = pendingRelease{reason: ReleaseNodeLost, message: "node " + lost + " is gone"}
+	case lost:
+		s.pendingRelease[g.Gang] = pendingRelease{reason: ReleaseNodeLost, message: nodeLostMessage(gs.lostNode)}
 	case g.Release:
 		s.pendingRelease[g.Gang] = pendingRelease{reason: ReleaseRequested, message: "released on request"}
 	}
@@ -233,9 +254,19 @@ func (s *State) exportGrant(g *grantState) Grant {
 	for i, w := range g.workers {
 		if w >= 0 {
 			out.Workers[i] = s.nodes[w].node.Name
+		} else {
+			// A lost node keeps its name, so a ledger rebuilt from this
+			// grant releases it as NodeLost again.
+			out.Workers[i] = g.lostNode
 		}
 	}
-	_, out.Release = s.pendingRelease[g.req.Gang]
+	// Release carries only what the caller asked for; a lost node is
+	// visible in Workers.
+	pr := s.pendingRelease[g.req.Gang]
+	out.Release = pr.reason == ReleaseRequested
+	if pr.reason == ReleaseNodeLost {
+		out.LostNode = g.lostNode
+	}
 	return out
 }
 

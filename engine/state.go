@@ -24,6 +24,10 @@ type State struct {
 
 	grants map[GangKey]*grantState
 	queue  map[GangKey]*gangReq
+	// order holds the queue in queue order, kept sorted on insert so a
+	// cycle does not sort thousands of gangs again; entries that left the
+	// queue are marked removed and compacted by the next cycle.
+	order []*gangReq
 
 	// pendingRelease holds grants to release in the next cycle, with why.
 	pendingRelease map[GangKey]pendingRelease
@@ -31,6 +35,9 @@ type State struct {
 	// classes caches, per distinct Constraints, the nodes that pass them.
 	// Nodes change rarely; gangs share a handful of constraint sets.
 	classes map[string]*nodeClass
+	// nodesVersion changes whenever the node set does, invalidating the
+	// class and infeasibility cached on queued gangs.
+	nodesVersion int
 
 	fence *Fence
 
@@ -80,9 +87,17 @@ func NewState(cfg Config, nodes []Node, ledger []Grant) *State {
 // State, queues the snapshot's requests and returns the cycle's Plan.
 func Schedule(cfg Config, snap Snapshot) Plan {
 	s := NewState(cfg, snap.Nodes, snap.Ledger)
+	// Bulk load: one sort instead of a sorted insert per request.
 	for _, r := range snap.Queue {
-		s.Submit(r)
+		if _, granted := s.grants[r.Gang]; granted {
+			continue
+		}
+		s.Withdraw(r.Gang)
+		gr := s.newGangReq(r)
+		s.queue[r.Gang] = gr
+		s.order = append(s.order, gr)
 	}
+	slices.SortStableFunc(s.order, func(a, b *gangReq) int { return compareQueue(&a.req, &b.req) })
 	s.fence = snap.Fence
 	return s.Cycle(snap.Now)
 }
@@ -93,11 +108,20 @@ func (s *State) Submit(r Request) {
 	if _, granted := s.grants[r.Gang]; granted {
 		return
 	}
-	s.queue[r.Gang] = s.newGangReq(r)
+	s.Withdraw(r.Gang)
+	gr := s.newGangReq(r)
+	s.queue[r.Gang] = gr
+	i, _ := slices.BinarySearchFunc(s.order, gr, func(a, b *gangReq) int { return compareQueue(&a.req, &b.req) })
+	s.order = slices.Insert(s.order, i, gr)
 }
 
 // Withdraw removes a queued gang (its pipeline was deleted or failed).
-func (s *State) Withdraw(key GangKey) { delete(s.queue, key) }
+func (s *State) Withdraw(key GangKey) {
+	if gr, ok := s.queue[key]; ok {
+		gr.removed = true
+		delete(s.queue, key)
+	}
+}
 
 // Release drops a grant at once (its phase ended) and reports whether the
 // gang held one. Prefer MarkRelease when the release must appear in a Plan.
@@ -114,7 +138,8 @@ func (s *State) Release(key GangKey) bool {
 
 // MarkRelease asks the next Cycle to release a grant and list it in its Plan.
 func (s *State) MarkRelease(key GangKey) {
-	if _, ok := s.grants[key]; ok {
+	if _, ok := s.grants[key]; ok && s.pendingRelease[key].reason != ReleaseNodeLost {
+		// A lost node stays the reason: it says more than the request.
 		s.pendingRelease[key] = pendingRelease{reason: ReleaseRequested, message: "released on request"}
 	}
 }
@@ -143,7 +168,7 @@ func (s *State) AddNode(n Node) {
 			}
 		}
 	}
-	s.classes = map[string]*nodeClass{}
+	s.nodesChanged()
 }
 
 // RemoveNode deletes a node. Grants with a worker on it are released by the
@@ -156,12 +181,15 @@ func (s *State) RemoveNode(name string) {
 	}
 	s.nodes = slices.Delete(s.nodes, i, i+1)
 	s.reindexNodes()
-	s.classes = map[string]*nodeClass{}
+	s.nodesChanged()
 	for _, key := range s.grantKeys() {
 		g := s.grants[key]
 		for _, w := range g.workers {
 			if w == int32(i) {
-				s.pendingRelease[key] = pendingRelease{reason: ReleaseNodeLost, message: "node " + name + " was removed"}
+				if g.lostNode == "" {
+					g.lostNode = name
+				}
+				s.pendingRelease[key] = pendingRelease{reason: ReleaseNodeLost, message: nodeLostMessage(g.lostNode)}
 				break
 			}
 		}
@@ -175,6 +203,11 @@ func (s *State) RemoveNode(name string) {
 			}
 		}
 	}
+}
+
+func (s *State) nodesChanged() {
+	s.classes = map[string]*nodeClass{}
+	s.nodesVersion++
 }
 
 // Cycle decides and applies one scheduling cycle at time now: the returned

@@ -91,6 +91,10 @@ type Grant struct {
 	// Release asks the engine to release the grant in this cycle (the phase
 	// ended, the pipeline was deleted, or the gang missed its start timeout).
 	Release bool
+	// LostNode names a removed node that held one of its workers; the next
+	// cycle releases the grant with reason NodeLost. A grant whose worker
+	// names a node missing from the snapshot is treated the same way.
+	LostNode string
 }
 
 // Snapshot is everything one scheduling cycle reads.
@@ -113,6 +117,10 @@ type Config struct {
 	// smaller gangs backfill around it. Past it, no gang is admitted onto
 	// the nodes the head is waiting for. Zero means strict order.
 	StarvationBound time.Duration
+	// SkipWaiting leaves Plan.Waiting empty. The simulator sets it: it
+	// never reads the explanations, and building them for thousands of
+	// queued gangs every cycle would dominate its run time.
+	SkipWaiting bool
 }
 
 // DefaultConfig is the configuration used when none is given.
