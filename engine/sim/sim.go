@@ -187,6 +187,7 @@ func Run(sc *Scenario, opts Options) (*Result, error) {
 	if opts.Engine == (engine.Config{}) {
 		opts.Engine = engine.DefaultConfig()
 	}
+	opts.Engine.SkipWaiting = true
 	if opts.Policy == PolicyPerPod {
 		// One pod at a time, first come first served, and a pod that does
 		// not fit never holds back the pods behind it.
@@ -208,11 +209,11 @@ func Run(sc *Scenario, opts Options) (*Result, error) {
 		wallStart = opts.Clock()
 	}
 	s.loop()
-	s.finish()
 	if opts.Clock != nil {
 		s.res.Wall = opts.Clock().Sub(wallStart)
 		s.res.EngineWall = s.engWall
 	}
+	s.finish()
 	return s.res, nil
 }
 
