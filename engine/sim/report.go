@@ -48,6 +48,9 @@ type Interval struct {
 	GPUs      float64
 	Start     time.Duration
 	End       time.Duration
+	// Idle marks a worker that held its GPU without running: a per-pod
+	// pod waiting for the rest of its gang.
+	Idle bool
 }
 
 // PhaseRecord describes one ended phase attempt (for tracing).

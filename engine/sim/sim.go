@@ -564,8 +564,9 @@ func (s *simulator) reserved(rv engine.Reservation) {
 		g.nodes[w], g.placedAt[w] = nodes[0], s.now
 		g.placed++
 		if g.placed == len(g.nodes) {
-			for _, at := range g.placedAt {
+			for w, at := range g.placedAt {
 				s.res.IdleReservedGPUSeconds += p.c.gpus[in.Name] * (s.now - at).Seconds()
+				s.recordIdle(p, in, w, g.nodes[w], at)
 			}
 			s.start(p, in, g.nodes)
 		}
@@ -656,6 +657,18 @@ func (s *simulator) resize(r *phaseRun, delta int, nodes []string) {
 		r.nodes, r.since = r.nodes[:keep], r.since[:keep]
 	}
 	s.schedEnd(r)
+}
+
+// recordIdle records a placed pod that holds its GPU while it waits for
+// the rest of its gang (per-pod only).
+func (s *simulator) recordIdle(p *pipeRun, in phases.Instance, w int, node string, from time.Duration) {
+	if !s.opts.Record || s.now == from {
+		return
+	}
+	s.res.Intervals = append(s.res.Intervals, Interval{
+		Node: node, Pipeline: p.name, Phase: in.Name, Iteration: in.Iteration, Attempt: in.Attempt,
+		Worker: int32(w), GPUs: p.c.gpus[in.Name], Start: from, End: s.now, Idle: true,
+	})
 }
 
 func (s *simulator) record(r *phaseRun, w int) {
