@@ -205,3 +205,22 @@ func tracePipeline(g int, rigid bool) *v1alpha1.PhasedTraining {
 		}},
 	}
 }
+
+// SizeCluster picks a node count for a trace: enough nodes for its largest
+// job, and for its mean GPU demand (GPU-seconds over the arrival span) at
+// 80% utilization.
+func SizeCluster(jobs []TraceJob, gpusPerNode int) int {
+	var work float64
+	largest := 1
+	var span time.Duration
+	for _, j := range jobs {
+		work += j.Duration.Seconds() * float64(j.GPUs)
+		largest = max(largest, j.GPUs)
+		span = max(span, j.Arrival+j.Duration)
+	}
+	need := float64(largest)
+	if span > 0 {
+		need = max(need, work/span.Seconds()/0.8)
+	}
+	return int(math.Ceil(need / float64(gpusPerNode)))
+}
