@@ -4,7 +4,12 @@
 //
 // The CRD YAML in config/crd is generated from these types by controller-gen;
 // every field is marked +optional or +required and documented, because the
-// comments become `kubectl explain`.
+// comments become `kubectl explain`. The CRD's OpenAPI and CEL rules check
+// what they can cheaply (bounds, names, references between phases); package
+// phases checks everything, including what CEL cannot (cycles, expressions).
+//
+// Decode and SetDefaults read PhasedTrainings from files the way the API
+// server would admit them, for the CLI and tests.
 //
 // +kubebuilder:object:generate=true
 // +groupName=phasegang.dev

@@ -53,7 +53,7 @@ type PhasedTrainingList struct {
 // package phases does, and the controller reports those as the Invalid
 // condition.
 //
-// +kubebuilder:validation:XValidation:rule="!has(self.priority) || !has(self.priorityClassName)",message="set at most one of priority and priorityClassName",fieldPath=".priorityClassName"
+// +kubebuilder:validation:XValidation:rule="!has(self.priority) || !has(self.priorityClassName)",message="set at most one of priority and priorityClassName",fieldPath=".priorityClassName",reason=FieldValueForbidden
 // +kubebuilder:validation:XValidation:rule="!has(self.iterate) || self.iterate.phases.all(n, self.phases.exists(p, p.name == n))",message="every iterate.phases entry must name a phase of spec.phases",fieldPath=".iterate.phases"
 // +kubebuilder:validation:XValidation:rule="self.phases.all(p, !has(p.dependsOn) || p.dependsOn.all(d, self.phases.exists(q, q.name == d)))",message="every dependsOn entry must name a phase of spec.phases",fieldPath=".phases"
 type PhasedTrainingSpec struct {
@@ -87,6 +87,7 @@ type PhasedTrainingSpec struct {
 // Phase is one gang-scheduled step of a pipeline.
 //
 // +kubebuilder:validation:XValidation:rule="!has(self.dependsOn) || !self.dependsOn.exists(d, d == self.name)",message="a phase cannot depend on itself",fieldPath=".dependsOn"
+// +kubebuilder:validation:XValidation:rule="has(self.template.spec) && size(self.template.spec.containers) > 0",message="must have at least one container",fieldPath=".template.spec.containers",reason=FieldValueRequired
 type Phase struct {
 	// name identifies the phase within the pipeline; it appears in pod names
 	// and in expressions as phases.<name> (or phases["<name>"]).
@@ -131,12 +132,13 @@ type Phase struct {
 
 	// outputs declares the keys this phase's workers report in their
 	// termination message (a JSON object). Only declared keys can be read by
-	// expressions, so a typo is caught when the spec is admitted.
+	// expressions, so a typo is caught when the spec is admitted. Keys are
+	// identifiers, so expressions can read them as outputs.<key>.
 	// +optional
 	// +listType=set
 	// +kubebuilder:validation:MaxItems=32
-	// +kubebuilder:validation:items:MinLength=1
 	// +kubebuilder:validation:items:MaxLength=63
+	// +kubebuilder:validation:items:Pattern=`^[A-Za-z_][A-Za-z0-9_]*$`
 	Outputs []string `json:"outputs,omitempty"`
 
 	// maxRetries is how many times a failed phase is retried with a fresh gang.
@@ -150,11 +152,13 @@ type Phase struct {
 	// worker Running; past it the reservation is released and the phase
 	// queued again (with backoff, keeping the pipeline's age).
 	// +optional
+	// +kubebuilder:validation:XValidation:rule="duration(self) > duration('0s')",message="must be greater than 0 when set"
 	StartTimeout *metav1.Duration `json:"startTimeout,omitempty"`
 
 	// timeout bounds how long the phase may run once its gang is Running;
 	// past it the attempt fails.
 	// +optional
+	// +kubebuilder:validation:XValidation:rule="duration(self) > duration('0s')",message="must be greater than 0 when set"
 	Timeout *metav1.Duration `json:"timeout,omitempty"`
 }
 
@@ -162,7 +166,7 @@ type Phase struct {
 // at once; an elastic gang (desired > min) grows toward desired as capacity
 // frees and gives back only its surplus above min.
 //
-// +kubebuilder:validation:XValidation:rule="!has(self.desired) || self.min <= self.desired",message="gang.min must be less than or equal to gang.desired",fieldPath=".min"
+// +kubebuilder:validation:XValidation:rule="!has(self.desired) || self.min <= self.desired",message="gang.desired must be greater than or equal to gang.min",fieldPath=".desired"
 type Gang struct {
 	// min is the number of workers without which the phase cannot start.
 	// +required

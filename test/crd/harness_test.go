@@ -21,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	celconfig "k8s.io/apiserver/pkg/apis/cel"
 	"k8s.io/apiserver/pkg/cel/environment"
+	kjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
 
 	"github.com/phasegang/phasegang/apis/v1alpha1"
@@ -118,8 +119,10 @@ func toUnstructured(t testing.TB, pt *v1alpha1.PhasedTraining) map[string]any {
 	if err != nil {
 		t.Fatalf("marshal: %v", err)
 	}
+	// The API server decodes integers as int64, not float64; CEL and the
+	// schema validator depend on it.
 	var obj map[string]any
-	if err := json.Unmarshal(data, &obj); err != nil {
+	if err := kjson.UnmarshalCaseSensitivePreserveInts(data, &obj); err != nil {
 		t.Fatalf("unmarshal: %v", err)
 	}
 	// metav1.Time marshals its zero value as null; a client never sends it.

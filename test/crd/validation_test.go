@@ -1,0 +1,271 @@
+package crd_test
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/utils/ptr"
+
+	"github.com/phasegang/phasegang/apis/v1alpha1"
+	"github.com/phasegang/phasegang/phases"
+)
+
+// worker is a minimal, valid worker pod template with one GPU.
+func worker() corev1.PodTemplateSpec {
+	return corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+		RestartPolicy: corev1.RestartPolicyNever,
+		Containers: []corev1.Container{{
+			Name:  "worker",
+			Image: "registry.example/train:1",
+			Resources: corev1.ResourceRequirements{
+				Requests: corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("1")},
+				Limits:   corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("1")},
+			},
+		}},
+	}}
+}
+
+// pipeline is a valid train → validate → test pipeline with an early-stopping
+// loop; each test case breaks one thing in it.
+func pipeline() *v1alpha1.PhasedTraining {
+	return &v1alpha1.PhasedTraining{
+		TypeMeta:   metav1.TypeMeta{APIVersion: v1alpha1.GroupVersion.String(), Kind: v1alpha1.Kind},
+		ObjectMeta: metav1.ObjectMeta{Name: "resnet", Namespace: "ml"},
+		Spec: v1alpha1.PhasedTrainingSpec{
+			Iterate: &v1alpha1.Iterate{
+				Phases:        []string{"train", "validate"},
+				Until:         "float(phases.validate.outputs.accuracy) >= 0.9",
+				MaxIterations: 5,
+			},
+			Phases: []v1alpha1.Phase{
+				{Name: "train", Gang: v1alpha1.Gang{Min: 2, Desired: ptr.To[int32](8)}, Template: worker()},
+				{Name: "validate", DependsOn: []string{"train"}, Gang: v1alpha1.Gang{Min: 2}, Outputs: []string{"accuracy"}, SuccessPolicy: v1alpha1.SuccessPolicyChief, Template: worker()},
+				{Name: "test", DependsOn: []string{"validate"}, When: "float(phases.validate.outputs.accuracy) >= 0.8", Gang: v1alpha1.Gang{Min: 1}, Template: worker(), Timeout: &metav1.Duration{Duration: time.Hour}},
+			},
+		},
+	}
+}
+
+// describe renders errors as "path: type: detail", the parts a user reads.
+func describe(errs field.ErrorList) []string {
+	var out []string
+	for _, e := range errs {
+		out = append(out, fmt.Sprintf("%s: %s: %s", e.Field, e.Type, e.Detail))
+	}
+	return out
+}
+
+// paths renders errors as "path: type", the parts package phases and the
+// API server must agree on; their wording differs.
+func paths(errs field.ErrorList) []string {
+	var out []string
+	for _, e := range errs {
+		out = append(out, fmt.Sprintf("%s: %s", e.Field, e.Type))
+	}
+	return out
+}
+
+func TestValidObjectsAreAdmitted(t *testing.T) {
+	s := newAPIServer(t)
+	objs := map[string]*v1alpha1.PhasedTraining{"pipeline": pipeline()}
+	files, err := filepath.Glob(filepath.Join("..", "..", "examples", "*.yaml"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no examples found: %v", err)
+	}
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pts, err := v1alpha1.Decode(data)
+		if err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		for i := range pts {
+			objs[fmt.Sprintf("%s/%s", filepath.Base(f), pts[i].Name)] = &pts[i]
+		}
+	}
+	for name, pt := range objs {
+		t.Run(name, func(t *testing.T) {
+			obj := toUnstructured(t, pt)
+			if errs := s.create(obj); len(errs) > 0 {
+				t.Errorf("API server rejects it:\n%v", errs.ToAggregate())
+			}
+			if errs := phases.Validate(pt); len(errs) > 0 {
+				t.Errorf("phases.Validate rejects it:\n%v", errs.ToAggregate())
+			}
+
+			// The object the API server stores (pruned and defaulted by
+			// the CRD) must be the object SetDefaults makes from the
+			// file: `phasegang validate` sees what the controller will.
+			var stored v1alpha1.PhasedTraining
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj, &stored); err != nil {
+				t.Fatal(err)
+			}
+			local := pt.DeepCopy()
+			v1alpha1.SetDefaults(local)
+			v1alpha1.SetDefaults(&stored)
+			if diff := cmp.Diff(local.Spec, stored.Spec); diff != "" {
+				t.Errorf("SetDefaults and the CRD's defaults differ (-SetDefaults +API server):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestInvalidObjects(t *testing.T) {
+	s := newAPIServer(t)
+	cases := map[string]struct {
+		mutate func(pt *v1alpha1.PhasedTraining)
+		// wantCRD is what the API server says; nil for a rule CEL and
+		// OpenAPI cannot express (then only the controller rejects it).
+		wantCRD []string
+		// wantGo is what package phases says: the same problem, located
+		// at the offending entry.
+		wantGo []string
+	}{
+		"min greater than desired": {
+			mutate: func(pt *v1alpha1.PhasedTraining) {
+				pt.Spec.Phases[0].Gang = v1alpha1.Gang{Min: 8, Desired: ptr.To[int32](4)}
+			},
+			wantCRD: []string{"spec.phases[0].gang.desired: Invalid value: gang.desired must be greater than or equal to gang.min"},
+			wantGo:  []string{"spec.phases[0].gang.desired: Invalid value"},
+		},
+		"min zero": {
+			mutate:  func(pt *v1alpha1.PhasedTraining) { pt.Spec.Phases[2].Gang.Min = 0 },
+			wantCRD: []string{"spec.phases[2].gang.min: Invalid value: spec.phases[2].gang.min in body should be greater than or equal to 1"},
+			wantGo:  []string{"spec.phases[2].gang.min: Invalid value"},
+		},
+		"duplicate phase name": {
+			mutate:  func(pt *v1alpha1.PhasedTraining) { pt.Spec.Phases[2].Name = "validate" },
+			wantCRD: []string{"spec.phases[2]: Duplicate value: ", "spec.phases[2].dependsOn: Invalid value: a phase cannot depend on itself"},
+			wantGo:  []string{"spec.phases[2].name: Duplicate value", "spec.phases[2].dependsOn[0]: Invalid value"},
+		},
+		"phase name not a DNS label": {
+			mutate:  func(pt *v1alpha1.PhasedTraining) { pt.Spec.Phases[2].Name = "Test_1" },
+			wantCRD: []string{"spec.phases[2].name: Invalid value: spec.phases[2].name in body should match '^[a-z]([-a-z0-9]*[a-z0-9])?$'"},
+			wantGo:  []string{"spec.phases[2].name: Invalid value"},
+		},
+		"no phases": {
+			mutate:  func(pt *v1alpha1.PhasedTraining) { pt.Spec.Phases = []v1alpha1.Phase{}; pt.Spec.Iterate = nil },
+			wantCRD: []string{"spec.phases: Invalid value: spec.phases in body should have at least 1 items"},
+			wantGo:  []string{"spec.phases: Required value"},
+		},
+		"too many phases": {
+			mutate: func(pt *v1alpha1.PhasedTraining) {
+				for i := len(pt.Spec.Phases); i <= 32; i++ {
+					pt.Spec.Phases = append(pt.Spec.Phases, v1alpha1.Phase{Name: fmt.Sprintf("extra-%d", i), Gang: v1alpha1.Gang{Min: 1}, Template: worker()})
+				}
+			},
+			wantCRD: []string{"spec.phases: Too many: must have at most 32 items"},
+			wantGo:  []string{"spec.phases: Too many"},
+		},
+		"unknown dependsOn": {
+			mutate:  func(pt *v1alpha1.PhasedTraining) { pt.Spec.Phases[1].DependsOn = []string{"trian"} },
+			wantCRD: []string{"spec.phases: Invalid value: every dependsOn entry must name a phase of spec.phases"},
+			wantGo:  []string{"spec.phases[1].dependsOn[0]: Invalid value"},
+		},
+		"self dependency": {
+			mutate:  func(pt *v1alpha1.PhasedTraining) { pt.Spec.Phases[1].DependsOn = []string{"train", "validate"} },
+			wantCRD: []string{"spec.phases[1].dependsOn: Invalid value: a phase cannot depend on itself"},
+			wantGo:  []string{"spec.phases[1].dependsOn[1]: Invalid value"},
+		},
+		"duplicate dependsOn": {
+			mutate:  func(pt *v1alpha1.PhasedTraining) { pt.Spec.Phases[1].DependsOn = []string{"train", "train"} },
+			wantCRD: []string{"spec.phases[1].dependsOn[1]: Duplicate value: "},
+			wantGo:  []string{"spec.phases[1].dependsOn[1]: Duplicate value"},
+		},
+		"dependency cycle": {
+			mutate: func(pt *v1alpha1.PhasedTraining) {
+				pt.Spec.Phases[0].DependsOn = []string{"test"}
+				pt.Spec.Iterate = nil
+			},
+			// CEL has no recursion and cannot parse expr-lang: only the controller rejects it.
+			wantGo: []string{"spec.phases[1].dependsOn[0]: Invalid value"},
+		},
+		"iterate names unknown phase": {
+			mutate:  func(pt *v1alpha1.PhasedTraining) { pt.Spec.Iterate.Phases = []string{"train", "valdate"} },
+			wantCRD: []string{"spec.iterate.phases: Invalid value: every iterate.phases entry must name a phase of spec.phases"},
+			wantGo:  []string{"spec.iterate.phases[1]: Invalid value"},
+		},
+		"iterate maxIterations zero": {
+			mutate:  func(pt *v1alpha1.PhasedTraining) { pt.Spec.Iterate.MaxIterations = 0 },
+			wantCRD: []string{"spec.iterate.maxIterations: Invalid value: spec.iterate.maxIterations in body should be greater than or equal to 1"},
+			wantGo:  []string{"spec.iterate.maxIterations: Invalid value"},
+		},
+		"priority and priorityClassName": {
+			mutate: func(pt *v1alpha1.PhasedTraining) {
+				pt.Spec.Priority = ptr.To[int32](10)
+				pt.Spec.PriorityClassName = "research"
+			},
+			wantCRD: []string{"spec.priorityClassName: Forbidden: set at most one of priority and priorityClassName"},
+			wantGo:  []string{"spec.priorityClassName: Forbidden"},
+		},
+		"output not an identifier": {
+			mutate: func(pt *v1alpha1.PhasedTraining) {
+				pt.Spec.Phases[1].Outputs = []string{"accuracy", "top-5"}
+			},
+			wantCRD: []string{"spec.phases[1].outputs[1]: Invalid value: spec.phases[1].outputs[1] in body should match '^[A-Za-z_][A-Za-z0-9_]*$'"},
+			wantGo:  []string{"spec.phases[1].outputs[1]: Invalid value"},
+		},
+		"zero timeout": {
+			mutate:  func(pt *v1alpha1.PhasedTraining) { pt.Spec.Phases[2].Timeout = &metav1.Duration{} },
+			wantCRD: []string{"spec.phases[2].timeout: Invalid value: must be greater than 0 when set"},
+			wantGo:  []string{"spec.phases[2].timeout: Invalid value"},
+		},
+		"negative maxRetries": {
+			mutate:  func(pt *v1alpha1.PhasedTraining) { pt.Spec.Phases[0].MaxRetries = -1 },
+			wantCRD: []string{"spec.phases[0].maxRetries: Invalid value: spec.phases[0].maxRetries in body should be greater than or equal to 0"},
+			wantGo:  []string{"spec.phases[0].maxRetries: Invalid value"},
+		},
+		"no containers": {
+			mutate:  func(pt *v1alpha1.PhasedTraining) { pt.Spec.Phases[0].Template.Spec.Containers = []corev1.Container{} },
+			wantCRD: []string{"spec.phases[0].template.spec.containers: Required value: must have at least one container"},
+			wantGo:  []string{"spec.phases[0].template.spec.containers: Required value"},
+		},
+		"when syntax error": {
+			mutate: func(pt *v1alpha1.PhasedTraining) {
+				pt.Spec.Phases[2].When = "float(phases.validate.outputs.accuracy) >="
+			},
+			// CEL has no recursion and cannot parse expr-lang: only the controller rejects it.
+			wantGo: []string{"spec.phases[2].when: Invalid value"},
+		},
+		"when undeclared output": {
+			mutate: func(pt *v1alpha1.PhasedTraining) {
+				pt.Spec.Phases[2].When = "float(phases.validate.outputs.acc) >= 0.8"
+			},
+			// CEL has no recursion and cannot parse expr-lang: only the controller rejects it.
+			wantGo: []string{"spec.phases[2].when: Invalid value"},
+		},
+		"when not boolean": {
+			mutate: func(pt *v1alpha1.PhasedTraining) { pt.Spec.Phases[2].When = "phases.validate.outputs.accuracy" },
+			// CEL has no recursion and cannot parse expr-lang: only the controller rejects it.
+			wantGo: []string{"spec.phases[2].when: Invalid value"},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if tc.wantGo == nil {
+				t.Fatal("every case must be rejected by package phases: it checks everything the CRD checks")
+			}
+			pt := pipeline()
+			tc.mutate(pt)
+			gotCRD := describe(s.create(toUnstructured(t, pt.DeepCopy())))
+			if diff := cmp.Diff(tc.wantCRD, gotCRD); diff != "" {
+				t.Errorf("API server errors (-want +got):\n%s", diff)
+			}
+			gotGo := paths(phases.Validate(pt))
+			if diff := cmp.Diff(tc.wantGo, gotGo); diff != "" {
+				t.Errorf("phases.Validate errors (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
