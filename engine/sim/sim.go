@@ -52,8 +52,9 @@ func ParsePolicy(s string) (Policy, error) {
 // Options configure one run.
 type Options struct {
 	Policy Policy
-	// Engine configures the engine (starvation bound).
-	Engine engine.Config
+	// Engine configures the engine (starvation bound); nil means
+	// engine.DefaultConfig().
+	Engine *engine.Config
 	// Record keeps every worker's interval (for the Gantt chart and the
 	// capacity checks); off for large traces.
 	Record bool
@@ -184,14 +185,15 @@ func Run(sc *Scenario, opts Options) (*Result, error) {
 	if opts.Policy == "" {
 		opts.Policy = PolicyPhasegang
 	}
-	if opts.Engine == (engine.Config{}) {
-		opts.Engine = engine.DefaultConfig()
+	cfg := engine.DefaultConfig()
+	if opts.Engine != nil {
+		cfg = *opts.Engine
 	}
-	opts.Engine.SkipWaiting = true
+	cfg.SkipWaiting = true
 	if opts.Policy == PolicyPerPod {
 		// One pod at a time, first come first served, and a pod that does
 		// not fit never holds back the pods behind it.
-		opts.Engine.StarvationBound = time.Duration(1<<63 - 1)
+		cfg.StarvationBound = time.Duration(1<<63 - 1)
 	}
 	s := &simulator{
 		opts: opts, sc: sc,
@@ -200,7 +202,7 @@ func Run(sc *Scenario, opts Options) (*Result, error) {
 		dirty:  map[*pipeRun]bool{},
 		res:    &Result{Scenario: sc.Name, Policy: opts.Policy, GPUs: sc.Cluster.GPUs()},
 	}
-	s.st = engine.NewState(opts.Engine, sc.Cluster.Nodes(), nil)
+	s.st = engine.NewState(cfg, sc.Cluster.Nodes(), nil)
 	if err := s.load(); err != nil {
 		return nil, err
 	}

@@ -207,8 +207,9 @@ func tracePipeline(g int, rigid bool) *v1alpha1.PhasedTraining {
 }
 
 // SizeCluster picks a node count for a trace: enough nodes for its largest
-// job, and for its mean GPU demand (GPU-seconds over the arrival span) at
-// 80% utilization.
+// job, and for its mean GPU demand (GPU-seconds over the span from the
+// first arrival to the last job's end, were it to start at once) at 80%
+// utilization.
 func SizeCluster(jobs []TraceJob, gpusPerNode int) int {
 	var work float64
 	largest := 1

@@ -106,7 +106,7 @@ func runSimulate(stdout, stderr io.Writer, f *simulateFlags, args []string) erro
 	for _, p := range policies {
 		opts := sim.Options{
 			Policy: p,
-			Engine: engine.Config{StarvationBound: f.starvationBound},
+			Engine: &engine.Config{StarvationBound: f.starvationBound},
 			Record: f.gantt != "",
 			Clock:  time.Now,
 		}
