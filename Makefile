@@ -28,8 +28,9 @@ generate: ## Generate the API's deepcopy methods (zz_generated.deepcopy.go).
 # generateEmbeddedObjectMeta keeps the labels and annotations of the phases'
 # pod templates: without it the API server prunes template.metadata to {}.
 .PHONY: manifests
-manifests: ## Generate the CRD YAML in config/crd/bases from the API types.
+manifests: ## Generate the CRD (config/crd/bases) and the RBAC ClusterRole (config/rbac) from the markers.
 	$(CONTROLLER_GEN) crd:generateEmbeddedObjectMeta=true paths=./apis/... output:crd:artifacts:config=config/crd/bases
+	$(CONTROLLER_GEN) rbac:roleName=phasegang-manager paths=./controllers/... output:rbac:artifacts:config=config/rbac
 
 ##@ Test
 

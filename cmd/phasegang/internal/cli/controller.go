@@ -1,0 +1,101 @@
+package cli
+
+import (
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/phasegang/phasegang/apis/v1alpha1"
+	"github.com/phasegang/phasegang/controllers"
+	"github.com/phasegang/phasegang/engine"
+)
+
+type controllerFlags struct {
+	kubeconfig       string
+	metricsAddr      string
+	probeAddr        string
+	leaderElect      bool
+	leaderElectionNS string
+	starvationBound  time.Duration
+	interval         time.Duration
+	development      bool
+}
+
+func newController() *cobra.Command {
+	f := &controllerFlags{}
+	cmd := &cobra.Command{
+		Use:   "controller",
+		Short: "Run the phasegang controller manager against a cluster (KUBECONFIG or in-cluster)",
+		Long: `controller runs phasegang on a Kubernetes cluster: the scheduler that reserves
+each phase's gang on concrete nodes (writing the grant into the PhasedTraining's
+status first), and the reconciler that runs the pipelines' worker pods.
+
+It reads KUBECONFIG (or --kubeconfig), or the in-cluster service account.
+Metrics are served in the Prometheus format on --metrics-bind-address,
+health and readiness on --health-probe-bind-address (/healthz, /readyz).`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runController(f) },
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.kubeconfig, "kubeconfig", "", "path to a kubeconfig (default: $KUBECONFIG, then in-cluster)")
+	fl.StringVar(&f.metricsAddr, "metrics-bind-address", ":8080", "address of the Prometheus metrics endpoint (0 disables it)")
+	fl.StringVar(&f.probeAddr, "health-probe-bind-address", ":8081", "address of /healthz and /readyz")
+	fl.BoolVar(&f.leaderElect, "leader-elect", false, "elect a leader, so only one replica schedules (the Deployment sets it)")
+	fl.StringVar(&f.leaderElectionNS, "leader-election-namespace", "", "namespace of the leader election Lease (default: the pod's)")
+	fl.DurationVar(&f.starvationBound, "starvation-bound", engine.DefaultConfig().StarvationBound, "how long the queue's head waits while smaller gangs backfill")
+	fl.DurationVar(&f.interval, "resync", 5*time.Second, "longest pause between scheduling cycles without an event")
+	fl.BoolVar(&f.development, "development", false, "human-readable logs")
+	return cmd
+}
+
+// Scheme holds the kinds the controller reads and writes.
+func Scheme() *runtime.Scheme {
+	s := runtime.NewScheme()
+	_ = clientgoscheme.AddToScheme(s)
+	_ = v1alpha1.AddToScheme(s)
+	return s
+}
+
+func runController(f *controllerFlags) error {
+	ctrl.SetLogger(zap.New(zap.UseDevMode(f.development)))
+	if f.kubeconfig != "" {
+		os.Setenv("KUBECONFIG", f.kubeconfig)
+	}
+	cfg, err := ctrl.GetConfig()
+	if err != nil {
+		return fmt.Errorf("no cluster to talk to: %w", err)
+	}
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                        Scheme(),
+		Metrics:                       metricsserver.Options{BindAddress: f.metricsAddr},
+		HealthProbeBindAddress:        f.probeAddr,
+		LeaderElection:                f.leaderElect,
+		LeaderElectionID:              "phasegang.dev",
+		LeaderElectionNamespace:       f.leaderElectionNS,
+		LeaderElectionReleaseOnCancel: true,
+	})
+	if err != nil {
+		return err
+	}
+	if err := controllers.Setup(mgr, controllers.Options{
+		Engine:   engine.Config{StarvationBound: f.starvationBound},
+		Interval: f.interval,
+	}); err != nil {
+		return err
+	}
+	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+		return err
+	}
+	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
+		return err
+	}
+	return mgr.Start(ctrl.SetupSignalHandler())
+}

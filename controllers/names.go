@@ -1,0 +1,85 @@
+package controllers
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"strconv"
+
+	"github.com/phasegang/phasegang/apis/v1alpha1"
+	"github.com/phasegang/phasegang/engine"
+)
+
+// Labels and annotations phasegang puts on what it creates.
+const (
+	LabelManaged   = "phasegang.dev/managed"
+	LabelPipeline  = "phasegang.dev/pipeline"
+	LabelPhase     = "phasegang.dev/phase"
+	LabelIteration = "phasegang.dev/iteration"
+	LabelAttempt   = "phasegang.dev/attempt"
+	LabelWorker    = "phasegang.dev/worker-index"
+
+	// FieldManager names phasegang's writes.
+	FieldManager = "phasegang"
+)
+
+// Environment variables every worker gets.
+const (
+	EnvWorkerIndex = "PHASEGANG_WORKER_INDEX"
+	EnvWorldSize   = "PHASEGANG_WORLD_SIZE"
+	EnvPeers       = "PHASEGANG_PEERS"
+	EnvPhase       = "PHASEGANG_PHASE"
+	EnvIteration   = "PHASEGANG_ITERATION"
+	EnvAttempt     = "PHASEGANG_ATTEMPT"
+)
+
+// dnsLabel shortens name to a DNS label of at most max characters,
+// keeping it unique with a hash suffix when it had to be cut.
+func dnsLabel(name string, max int) string {
+	if len(name) <= max {
+		return name
+	}
+	sum := sha256.Sum256([]byte(name))
+	h := hex.EncodeToString(sum[:])[:8]
+	cut := name[:max-9]
+	for len(cut) > 0 && cut[len(cut)-1] == '-' {
+		cut = cut[:len(cut)-1]
+	}
+	return cut + "-" + h
+}
+
+// instanceName is "<pipeline>-<phase>[-i<iteration>][-a<attempt>]": the
+// base of a phase attempt's pod and service names. It is deterministic so
+// a restarted controller finds what it created instead of duplicating it.
+func instanceName(pt *v1alpha1.PhasedTraining, phase string, iteration, attempt int32) string {
+	n := pt.Name + "-" + phase
+	if iteration > 0 {
+		n += "-i" + strconv.Itoa(int(iteration))
+	}
+	if attempt > 0 {
+		n += "-a" + strconv.Itoa(int(attempt))
+	}
+	return n
+}
+
+// serviceName is the headless Service of a phase attempt (a DNS-1035
+// label: at most 63 characters, starting with a letter).
+func serviceName(pt *v1alpha1.PhasedTraining, phase string, iteration, attempt int32) string {
+	return dnsLabel(instanceName(pt, phase, iteration, attempt), 63)
+}
+
+// podName is worker index's pod.
+func podName(pt *v1alpha1.PhasedTraining, phase string, iteration, attempt, index int32) string {
+	return dnsLabel(fmt.Sprintf("%s-%d", instanceName(pt, phase, iteration, attempt), index), 253)
+}
+
+// hostname is the worker's hostname within its Service: short and stable,
+// so peers are "<phase>-<index>.<service>".
+func hostname(phase string, index int32) string {
+	return dnsLabel(fmt.Sprintf("%s-%d", phase, index), 63)
+}
+
+// gangKey is the engine's key of a phase attempt.
+func gangKey(pt *v1alpha1.PhasedTraining, ps *v1alpha1.PhaseStatus) engine.GangKey {
+	return engine.GangKey{Pipeline: pt.Namespace + "/" + pt.Name, Phase: ps.Name, Iteration: ps.Iteration, Attempt: ps.Attempt}
+}

@@ -1,0 +1,499 @@
+package controllers
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/phasegang/phasegang/apis/v1alpha1"
+	"github.com/phasegang/phasegang/phases"
+)
+
+// Reconciler runs one PhasedTraining: it validates the spec, observes the
+// worker pods, lets the phase state machine decide (phases.Pipeline.Next),
+// writes the status once, and then creates the pods of reserved gangs
+// and deletes the pods of ended, shrunk or requeued ones. It never
+// decides placement: the Scheduler does, through the status.
+type Reconciler struct {
+	Client    client.Client
+	Recorder  events.EventRecorder
+	Clock     clock.Clock
+	Scheduler *Scheduler
+	Tracer    PhaseTracer
+	Metrics   *Metrics
+
+	mu       sync.Mutex
+	compiled map[types.UID]compiledSpec
+}
+
+type compiledSpec struct {
+	generation int64
+	pipeline   *phases.Pipeline
+	errs       field.ErrorList
+}
+
+// SetupWithManager registers the reconciler: PhasedTrainings and the pods
+// and services they own.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if r.Clock == nil {
+		r.Clock = clock.RealClock{}
+	}
+	r.compiled = map[types.UID]compiledSpec{}
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&v1alpha1.PhasedTraining{}).
+		Owns(&corev1.Pod{}).
+		Owns(&corev1.Service{}).
+		Complete(r)
+}
+
+// compile validates and compiles a spec once per generation.
+func (r *Reconciler) compile(pt *v1alpha1.PhasedTraining) (*phases.Pipeline, field.ErrorList) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if c, ok := r.compiled[pt.UID]; ok && c.generation == pt.Generation {
+		return c.pipeline, c.errs
+	}
+	spec := pt.DeepCopy()
+	v1alpha1.SetDefaults(spec)
+	pl, errs := phases.Compile(spec)
+	r.compiled[pt.UID] = compiledSpec{generation: pt.Generation, pipeline: pl, errs: errs}
+	return pl, errs
+}
+
+// Reconcile brings one PhasedTraining one step forward.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	logger := log.FromContext(ctx)
+	pt := &v1alpha1.PhasedTraining{}
+	if err := r.Client.Get(ctx, req.NamespacedName, pt); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.forget(req.NamespacedName)
+			return ctrl.Result{}, nil
+		}
+		return ctrl.Result{}, err
+	}
+	if pt.DeletionTimestamp != nil {
+		// Owner references delete the pods; the scheduler stops counting
+		// the grants now and the terminating pods until they are gone.
+		r.kick()
+		return ctrl.Result{}, nil
+	}
+	now := r.Clock.Now()
+	st := pt.Status.DeepCopy()
+	pl, errs := r.compile(pt)
+	if len(errs) > 0 {
+		return ctrl.Result{}, r.markInvalid(ctx, pt, st, errs)
+	}
+	if meta.IsStatusConditionTrue(st.Conditions, string(v1alpha1.ConditionInvalid)) {
+		meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: string(v1alpha1.ConditionInvalid), Status: metav1.ConditionFalse,
+			Reason: v1alpha1.ReasonSpecInvalid, Message: "the spec is valid", ObservedGeneration: pt.Generation})
+	}
+
+	pods, err := r.ownedPods(ctx, pt)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	obs := observe(pt, pl, st, pods, now)
+	step := pl.Next(st, obs, now)
+	pl.Apply(st, step, now)
+	if step.State == v1alpha1.PipelineFailed {
+		stopRemaining(st, now, "stopped: "+step.Message)
+	}
+	setConditions(st, step, pt.Generation)
+	st.State = v1alpha1.StateFromConditions(st.Conditions)
+	st.ObservedGeneration = pt.Generation
+
+	if !equality.Semantic.DeepEqual(&pt.Status, st) {
+		before := pt.DeepCopy()
+		pt.Status = *st
+		if err := r.Client.Status().Update(ctx, pt, client.FieldOwner(FieldManager)); err != nil {
+			if apierrors.IsConflict(err) {
+				return ctrl.Result{Requeue: true}, nil
+			}
+			return ctrl.Result{}, fmt.Errorf("writing status: %w", err)
+		}
+		r.emit(before, pt, step)
+		r.kick()
+	}
+	// Side effects only after the status that justifies them is stored.
+	if err := r.syncWorkers(ctx, pt, pods); err != nil {
+		return ctrl.Result{}, err
+	}
+	var res ctrl.Result
+	if !step.Wake.IsZero() {
+		res.RequeueAfter = max(step.Wake.Sub(now), time.Second)
+	}
+	logger.V(1).Info("reconciled", "state", pt.Status.State, "phase", pt.Status.CurrentPhase)
+	return res, nil
+}
+
+func (r *Reconciler) kick() {
+	if r.Scheduler != nil {
+		r.Scheduler.Trigger()
+	}
+}
+
+func (r *Reconciler) forget(types.NamespacedName) {
+	r.kick()
+}
+
+// markInvalid records a spec the API server accepted but phasegang cannot
+// run (a cycle, an expression that does not compile...): condition
+// Invalid, with every error and its field path. Such a pipeline is never
+// scheduled; a fixed spec (new generation) is validated again.
+func (r *Reconciler) markInvalid(ctx context.Context, pt *v1alpha1.PhasedTraining, st *v1alpha1.PhasedTrainingStatus, errs field.ErrorList) error {
+	msgs := make([]string, len(errs))
+	for i, e := range errs {
+		msgs[i] = e.Error()
+	}
+	msg := strings.Join(msgs, "; ")
+	meta.SetStatusCondition(&st.Conditions, metav1.Condition{
+		Type: string(v1alpha1.ConditionInvalid), Status: metav1.ConditionTrue,
+		Reason: v1alpha1.ReasonSpecInvalid, Message: msg, ObservedGeneration: pt.Generation,
+	})
+	st.State = v1alpha1.StateFromConditions(st.Conditions)
+	st.ObservedGeneration = pt.Generation
+	if equality.Semantic.DeepEqual(&pt.Status, st) {
+		return nil
+	}
+	pt.Status = *st
+	if err := r.Client.Status().Update(ctx, pt, client.FieldOwner(FieldManager)); err != nil {
+		if apierrors.IsConflict(err) {
+			return nil // the update event brings us back
+		}
+		return err
+	}
+	if r.Recorder != nil {
+		r.Recorder.Eventf(pt, nil, corev1.EventTypeWarning, v1alpha1.ReasonSpecInvalid, "Validate", "%s", msg)
+	}
+	return nil
+}
+
+func (r *Reconciler) ownedPods(ctx context.Context, pt *v1alpha1.PhasedTraining) ([]corev1.Pod, error) {
+	var list corev1.PodList
+	if err := r.Client.List(ctx, &list, client.InNamespace(pt.Namespace),
+		client.MatchingLabels{LabelManaged: "true", LabelPipeline: dnsLabel(pt.Name, 63)}); err != nil {
+		return nil, err
+	}
+	var out []corev1.Pod
+	for _, p := range list.Items {
+		if metav1.IsControlledBy(&p, pt) {
+			out = append(out, p)
+		}
+	}
+	return out, nil
+}
+
+// podInstance reads which phase attempt a managed pod belongs to.
+func podInstance(p *corev1.Pod) (phases.Instance, int32, bool) {
+	it, err1 := strconv.Atoi(p.Labels[LabelIteration])
+	at, err2 := strconv.Atoi(p.Labels[LabelAttempt])
+	idx, ok := workerIndex(p)
+	if err1 != nil || err2 != nil || !ok || p.Labels[LabelPhase] == "" {
+		return phases.Instance{}, 0, false
+	}
+	return phases.Instance{Name: p.Labels[LabelPhase], Iteration: int32(it), Attempt: int32(at)}, idx, true
+}
+
+// observe counts the workers of every Running phase attempt, reads their
+// outputs, and stamps StartTime once every reserved worker has started.
+func observe(pt *v1alpha1.PhasedTraining, pl *phases.Pipeline, st *v1alpha1.PhasedTrainingStatus, pods []corev1.Pod, now time.Time) phases.Observations {
+	byInstance := map[phases.Instance]map[int32]*corev1.Pod{}
+	for i := range pods {
+		in, idx, ok := podInstance(&pods[i])
+		if !ok {
+			continue
+		}
+		if byInstance[in] == nil {
+			byInstance[in] = map[int32]*corev1.Pod{}
+		}
+		byInstance[in][idx] = &pods[i]
+	}
+	obs := phases.Observations{}
+	for i := range st.Phases {
+		ps := &st.Phases[i]
+		if ps.State != v1alpha1.PhaseRunning || len(ps.Assignments) == 0 {
+			continue
+		}
+		in := phases.Instance{Name: ps.Name, Iteration: ps.Iteration, Attempt: ps.Attempt}
+		o := phases.Observation{Granted: int32(len(ps.Assignments))}
+		var declared []string
+		if c := pl.Phase(ps.Name); c != nil {
+			declared = c.Outputs()
+		}
+		started := int32(0)
+		for idx := int32(0); idx < int32(len(ps.Assignments)); idx++ {
+			p := byInstance[in][idx]
+			if p == nil || p.Spec.NodeName != ps.Assignments[idx] && p.Spec.NodeName != "" {
+				continue
+			}
+			switch p.Status.Phase {
+			case corev1.PodRunning:
+				o.Running++
+				started++
+			case corev1.PodSucceeded:
+				o.Succeeded++
+				started++
+				o.Outputs = mergeOutputs(o.Outputs, p, declared)
+				if idx == 0 {
+					o.ChiefSucceeded = true
+				}
+			case corev1.PodFailed:
+				o.Failed++
+				started++
+				o.Outputs = mergeOutputs(o.Outputs, p, declared)
+				if idx == 0 {
+					o.ChiefFailed = true
+				}
+			}
+		}
+		ps.Workers.Running, ps.Workers.Succeeded, ps.Workers.Failed = o.Running, o.Succeeded, o.Failed
+		if ps.StartTime == nil && started == o.Granted {
+			t := metav1.NewTime(now)
+			ps.StartTime = &t
+		}
+		obs[in] = o
+	}
+	return obs
+}
+
+// mergeOutputs reads a worker's termination message (a JSON object) and
+// keeps the declared keys not already set by a lower-index worker.
+func mergeOutputs(out map[string]string, p *corev1.Pod, declared []string) map[string]string {
+	if len(declared) == 0 {
+		return out
+	}
+	for _, cs := range p.Status.ContainerStatuses {
+		t := cs.State.Terminated
+		if t == nil || t.Message == "" {
+			continue
+		}
+		var m map[string]any
+		if err := json.Unmarshal([]byte(t.Message), &m); err != nil {
+			continue
+		}
+		for _, k := range declared {
+			v, ok := m[k]
+			if !ok {
+				continue
+			}
+			if out == nil {
+				out = map[string]string{}
+			}
+			if _, set := out[k]; set {
+				continue
+			}
+			switch x := v.(type) {
+			case string:
+				out[k] = x
+			default:
+				b, _ := json.Marshal(x)
+				out[k] = string(b)
+			}
+		}
+	}
+	return out
+}
+
+// stopRemaining ends what a failed pipeline still has queued or running.
+func stopRemaining(st *v1alpha1.PhasedTrainingStatus, now time.Time, msg string) {
+	t := metav1.NewTime(now)
+	for i := range st.Phases {
+		ps := &st.Phases[i]
+		if ps.State == v1alpha1.PhaseRunning || ps.State == v1alpha1.PhaseQueued || ps.State == v1alpha1.PhasePending {
+			ps.State, ps.Message, ps.EndTime = v1alpha1.PhaseFailed, msg, &t
+			ps.WaitingFor = ""
+		}
+	}
+}
+
+// setConditions derives the conditions from the phases and the step.
+func setConditions(st *v1alpha1.PhasedTrainingStatus, step phases.Step, gen int64) {
+	set := func(t v1alpha1.ConditionType, on bool, reason, msg string) {
+		status := metav1.ConditionFalse
+		if on {
+			status = metav1.ConditionTrue
+		}
+		if msg == "" {
+			msg = reason
+		}
+		meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: string(t), Status: status, Reason: reason, Message: msg, ObservedGeneration: gen})
+	}
+	switch step.State {
+	case v1alpha1.PipelineSucceeded:
+		set(v1alpha1.ConditionSucceeded, true, v1alpha1.ReasonAllPhasesEnded, step.Message)
+		set(v1alpha1.ConditionRunning, false, v1alpha1.ReasonAllPhasesEnded, "")
+		set(v1alpha1.ConditionQueued, false, v1alpha1.ReasonAllPhasesEnded, "")
+		return
+	case v1alpha1.PipelineFailed:
+		reason := step.Reason
+		if reason == "" {
+			reason = v1alpha1.ReasonPhaseFailed
+		}
+		set(v1alpha1.ConditionFailed, true, reason, step.Message)
+		set(v1alpha1.ConditionRunning, false, reason, "")
+		set(v1alpha1.ConditionQueued, false, reason, "")
+		return
+	}
+	var running, queued []string
+	var waiting string
+	for i := range st.Phases {
+		ps := &st.Phases[i]
+		switch ps.State {
+		case v1alpha1.PhaseRunning:
+			running = append(running, fmt.Sprintf("%s on %d workers", phaseLabel(ps), len(ps.Assignments)))
+		case v1alpha1.PhaseQueued:
+			queued = append(queued, phaseLabel(ps))
+			if waiting == "" && ps.WaitingFor != "" {
+				waiting = phaseLabel(ps) + " " + ps.WaitingFor
+			}
+		}
+	}
+	if len(running) > 0 {
+		set(v1alpha1.ConditionRunning, true, v1alpha1.ReasonPhaseRunning, "running: "+strings.Join(running, ", "))
+	} else {
+		set(v1alpha1.ConditionRunning, false, v1alpha1.ReasonWaitingForCapacity, "no phase is running")
+	}
+	if len(queued) > 0 && len(running) == 0 {
+		if waiting == "" {
+			waiting = "queued: " + strings.Join(queued, ", ")
+		}
+		set(v1alpha1.ConditionQueued, true, v1alpha1.ReasonWaitingForCapacity, waiting)
+	} else {
+		set(v1alpha1.ConditionQueued, false, v1alpha1.ReasonPhaseRunning, "")
+	}
+}
+
+// emit records events for what changed, after the status write.
+func (r *Reconciler) emit(before, after *v1alpha1.PhasedTraining, step phases.Step) {
+	if r.Recorder == nil {
+		return
+	}
+	for _, e := range step.End {
+		kind := corev1.EventTypeNormal
+		if e.State == v1alpha1.PhaseFailed {
+			kind = corev1.EventTypeWarning
+		}
+		r.Recorder.Eventf(after, nil, kind, "Phase"+string(e.State), "Run", "phase %s %s: %s", e.Name, strings.ToLower(string(e.State)), e.Message)
+		if r.Metrics != nil {
+			r.Metrics.Releases.Inc()
+		}
+	}
+	for _, rq := range step.Requeue {
+		r.Recorder.Eventf(after, nil, corev1.EventTypeWarning, "StartTimeout", "Run", "phase %s: %s", rq.Name, rq.Message)
+		if r.Metrics != nil {
+			r.Metrics.Releases.Inc()
+		}
+	}
+	for _, q := range step.Queue {
+		r.Recorder.Eventf(after, nil, corev1.EventTypeNormal, "Queued", "Run", "phase %s queued", q)
+	}
+	for _, s := range step.Skip {
+		r.Recorder.Eventf(after, nil, corev1.EventTypeNormal, "Skipped", "Run", "phase %s skipped: %s", s.Name, s.Message)
+	}
+	if before.Status.State != after.Status.State {
+		r.Recorder.Eventf(after, nil, corev1.EventTypeNormal, string(after.Status.State), "Run", "pipeline %s", strings.ToLower(string(after.Status.State)))
+	}
+	if r.Tracer != nil {
+		r.Tracer.Step(context.Background(), before, after, step)
+	}
+}
+
+// syncWorkers makes the pods and services match the stored status: the
+// pods of every reserved worker exist, pinned to its node; pods of
+// workers no longer reserved are deleted.
+func (r *Reconciler) syncWorkers(ctx context.Context, pt *v1alpha1.PhasedTraining, pods []corev1.Pod) error {
+	type want struct {
+		ps    *v1alpha1.PhaseStatus
+		phase *v1alpha1.Phase
+		idx   int32
+		node  string
+	}
+	wanted := map[string]want{}
+	latest := map[phases.Instance]*v1alpha1.PhaseStatus{}
+	var running []*v1alpha1.PhaseStatus
+	for i := range pt.Status.Phases {
+		ps := &pt.Status.Phases[i]
+		latest[phases.Instance{Name: ps.Name, Iteration: ps.Iteration, Attempt: ps.Attempt}] = ps
+		if ps.State != v1alpha1.PhaseRunning || len(ps.Assignments) == 0 {
+			continue
+		}
+		phase := specPhase(pt, ps.Name)
+		if phase == nil {
+			continue
+		}
+		running = append(running, ps)
+		for idx, node := range ps.Assignments {
+			wanted[podName(pt, ps.Name, ps.Iteration, ps.Attempt, int32(idx))] = want{ps, phase, int32(idx), node}
+		}
+	}
+	var errs []error
+	have := map[string]bool{}
+	for i := range pods {
+		p := &pods[i]
+		w, ok := wanted[p.Name]
+		if ok && (p.Spec.NodeName == "" || p.Spec.NodeName == w.node) {
+			have[p.Name] = true
+			continue
+		}
+		if p.DeletionTimestamp != nil {
+			continue
+		}
+		in, _, _ := podInstance(p)
+		ps := latest[in]
+		terminal := p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
+		// Keep the finished pods of ended phases for their logs; delete
+		// everything else that is not reserved: the workers of a stopped
+		// phase, surplus given back, and a requeued gang's old pods
+		// (whose names the fresh gang reuses).
+		if terminal && ps != nil && ps.State.Ended() {
+			continue
+		}
+		if err := r.Client.Delete(ctx, p, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil && !apierrors.IsNotFound(err) {
+			errs = append(errs, err)
+		}
+	}
+	names := make([]string, 0, len(wanted))
+	for n := range wanted {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	for _, ps := range running {
+		phase := specPhase(pt, ps.Name)
+		svc := buildService(pt, phase, ps)
+		if err := r.Client.Create(ctx, svc, client.FieldOwner(FieldManager)); err != nil && !apierrors.IsAlreadyExists(err) {
+			errs = append(errs, err)
+		}
+	}
+	for _, n := range names {
+		if have[n] {
+			continue
+		}
+		w := wanted[n]
+		pod := buildWorkerPod(pt, w.phase, w.ps, w.idx, w.node, int32(len(w.ps.Assignments)))
+		if err := r.Client.Create(ctx, pod, client.FieldOwner(FieldManager)); err != nil && !apierrors.IsAlreadyExists(err) {
+			errs = append(errs, fmt.Errorf("creating pod %s: %w", n, err))
+		}
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("syncing workers: %w (and %d more)", errs[0], len(errs)-1)
+	}
+	return nil
+}

@@ -1,0 +1,413 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/phasegang/phasegang/apis/v1alpha1"
+	"github.com/phasegang/phasegang/engine"
+)
+
+// Scheduler runs the engine's cycles against the cluster: it reads Nodes,
+// Pods and PhasedTrainings from the manager's cache, asks the engine for a
+// Plan, and writes each grant into the PhasedTraining's status. It never
+// creates pods: the reconciler does, once the grant is in the status, so a
+// grant is always persisted before anything uses it.
+//
+// It is the only writer of reservations, so it runs once per cluster
+// (leader election).
+type Scheduler struct {
+	Client   client.Client
+	Recorder events.EventRecorder
+	Config   engine.Config
+	Clock    clock.WithTicker
+	// Interval bounds how long the scheduler sleeps without a trigger
+	// (backoffs and the starvation bound are time-based).
+	Interval time.Duration
+	Metrics  *Metrics
+	Tracer   PhaseTracer
+
+	trigger chan struct{}
+	once    sync.Once
+
+	mu    sync.Mutex
+	fence *engine.Fence
+	// assumed holds statuses this scheduler wrote that the cache may not
+	// show yet, keyed by object, with the resourceVersion the write was
+	// based on: while the cache still shows that version, the written
+	// status is used instead, so a stale cache never grants twice.
+	assumed map[types.NamespacedName]assumedStatus
+}
+
+type assumedStatus struct {
+	baseRV string
+	status v1alpha1.PhasedTrainingStatus
+}
+
+// NeedLeaderElection: only the leader reserves capacity.
+func (s *Scheduler) NeedLeaderElection() bool { return true }
+
+func (s *Scheduler) init() {
+	s.once.Do(func() {
+		s.trigger = make(chan struct{}, 1)
+		s.assumed = map[types.NamespacedName]assumedStatus{}
+		if s.Clock == nil {
+			s.Clock = clock.RealClock{}
+		}
+		if s.Interval == 0 {
+			s.Interval = 5 * time.Second
+		}
+	})
+}
+
+// Trigger asks for a cycle soon. It never blocks.
+func (s *Scheduler) Trigger() {
+	s.init()
+	select {
+	case s.trigger <- struct{}{}:
+	default:
+	}
+}
+
+// Start runs cycles until ctx ends: on a trigger (debounced briefly, so a
+// burst of pod events makes one cycle) or every Interval.
+func (s *Scheduler) Start(ctx context.Context) error {
+	s.init()
+	logger := log.FromContext(ctx).WithName("scheduler")
+	ticker := s.Clock.NewTicker(s.Interval)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-s.trigger:
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-s.Clock.After(20 * time.Millisecond):
+			}
+		case <-ticker.C():
+		}
+		if err := s.Cycle(ctx); err != nil {
+			logger.Error(err, "scheduling cycle failed")
+		}
+	}
+}
+
+// SetupWithManager registers the scheduler and the events that trigger it.
+func (s *Scheduler) SetupWithManager(mgr ctrl.Manager) error {
+	s.init()
+	ctx := context.Background()
+	for _, obj := range []client.Object{&corev1.Node{}, &corev1.Pod{}, &v1alpha1.PhasedTraining{}} {
+		inf, err := mgr.GetCache().GetInformer(ctx, obj)
+		if err != nil {
+			return err
+		}
+		if _, err := inf.AddEventHandler(triggerHandler{s}); err != nil {
+			return err
+		}
+	}
+	return mgr.Add(s)
+}
+
+type triggerHandler struct{ s *Scheduler }
+
+func (h triggerHandler) OnAdd(any, bool)   { h.s.Trigger() }
+func (h triggerHandler) OnUpdate(any, any) { h.s.Trigger() }
+func (h triggerHandler) OnDelete(any)      { h.s.Trigger() }
+
+// view reads the caches, with assumed statuses laid over stale entries.
+func (s *Scheduler) view(ctx context.Context) (clusterView, error) {
+	var v clusterView
+	var nodes corev1.NodeList
+	if err := s.Client.List(ctx, &nodes); err != nil {
+		return v, err
+	}
+	var pods corev1.PodList
+	if err := s.Client.List(ctx, &pods); err != nil {
+		return v, err
+	}
+	var pts v1alpha1.PhasedTrainingList
+	if err := s.Client.List(ctx, &pts); err != nil {
+		return v, err
+	}
+	var classes schedulingv1.PriorityClassList
+	if err := s.Client.List(ctx, &classes); err != nil {
+		return v, err
+	}
+	v.Nodes, v.Pods = nodes.Items, pods.Items
+	v.Priorities = map[string]int32{}
+	for _, c := range classes.Items {
+		v.Priorities[c.Name] = c.Value
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	seen := map[types.NamespacedName]bool{}
+	for i := range pts.Items {
+		pt := &pts.Items[i]
+		key := client.ObjectKeyFromObject(pt)
+		seen[key] = true
+		if a, ok := s.assumed[key]; ok {
+			if pt.ResourceVersion == a.baseRV {
+				pt.Status = *a.status.DeepCopy()
+			} else {
+				delete(s.assumed, key)
+			}
+		}
+		v.PTs = append(v.PTs, pt)
+	}
+	for key := range s.assumed {
+		if !seen[key] {
+			delete(s.assumed, key)
+		}
+	}
+	return v, nil
+}
+
+// Cycle runs one scheduling cycle.
+func (s *Scheduler) Cycle(ctx context.Context) error {
+	s.init()
+	v, err := s.view(ctx)
+	if err != nil {
+		return err
+	}
+	now := s.Clock.Now()
+	s.mu.Lock()
+	fence := s.fence
+	s.mu.Unlock()
+	snap, refs := buildSnapshot(v, now, fence)
+	plan := engine.Schedule(s.Config, snap)
+	s.mu.Lock()
+	s.fence = plan.Fence
+	s.mu.Unlock()
+	if s.Metrics != nil {
+		s.Metrics.observeSnapshot(snap, plan)
+	}
+
+	// Collect every change per pipeline, then write each status once.
+	type change struct {
+		pt     *v1alpha1.PhasedTraining
+		status *v1alpha1.PhasedTrainingStatus
+		events []pendingEvent
+	}
+	changes := map[types.NamespacedName]*change{}
+	touch := func(ref gangRef) *change {
+		key := client.ObjectKeyFromObject(ref.pt)
+		c, ok := changes[key]
+		if !ok {
+			c = &change{pt: ref.pt, status: ref.pt.Status.DeepCopy()}
+			changes[key] = c
+		}
+		return c
+	}
+	stamp := metav1.NewTime(now)
+	for _, rel := range plan.Releases {
+		ref, ok := refs[rel.Gang]
+		if !ok || rel.Reason != engine.ReleaseNodeLost {
+			continue
+		}
+		// A lost node breaks the gang: queue the same attempt again for a
+		// fresh gang; it keeps the pipeline's age, and the job's retries
+		// are not spent on the cluster's fault.
+		c := touch(ref)
+		ps := &c.status.Phases[ref.index]
+		ps.State, ps.Message = v1alpha1.PhaseQueued, rel.Message+"; the gang was released and queued again"
+		ps.Assignments, ps.Reservation, ps.ReservedTime, ps.StartTime = nil, nil, nil, nil
+		ps.Workers.Granted, ps.Workers.Running = 0, 0
+		ps.QueuedTime = &stamp
+		c.events = append(c.events, pendingEvent{corev1.EventTypeWarning, "NodeLost", fmt.Sprintf("phase %s: %s; gang released and queued again", phaseLabel(ps), rel.Message)})
+	}
+	for _, shr := range plan.Shrinks {
+		ref, ok := refs[shr.Gang]
+		if !ok {
+			continue
+		}
+		c := touch(ref)
+		ps := &c.status.Phases[ref.index]
+		ps.Assignments = ps.Assignments[:len(ps.Assignments)-len(shr.Workers)]
+		setReservation(ps)
+		c.events = append(c.events, pendingEvent{corev1.EventTypeNormal, "Shrunk", fmt.Sprintf("phase %s gave back %d surplus workers (now %d) for %s", phaseLabel(ps), len(shr.Workers), len(ps.Assignments), shr.For.Pipeline)})
+		if s.Metrics != nil {
+			s.Metrics.Shrinks.Inc()
+		}
+	}
+	for _, rv := range plan.Reserves {
+		ref, ok := refs[rv.Gang]
+		if !ok {
+			continue
+		}
+		c := touch(ref)
+		ps := &c.status.Phases[ref.index]
+		ps.State = v1alpha1.PhaseRunning
+		ps.Assignments = make([]string, len(rv.Workers))
+		for _, w := range rv.Workers {
+			ps.Assignments[w.Index] = w.Node
+		}
+		setReservation(ps)
+		ps.ReservedTime, ps.StartTime, ps.NotBefore = &stamp, nil, nil
+		waited := ps.WaitingFor
+		ps.WaitingFor, ps.Message = "", ""
+		meta.SetStatusCondition(&c.status.Conditions, metav1.Condition{Type: string(v1alpha1.ConditionInfeasible), Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonGangReserved, Message: "the gang fits"})
+		c.events = append(c.events, pendingEvent{corev1.EventTypeNormal, "Reserved", fmt.Sprintf("phase %s: reserved %d workers on %s", phaseLabel(ps), len(rv.Workers), reservationText(ps.Reservation))})
+		if s.Metrics != nil {
+			s.Metrics.Grants.Inc()
+			if ps.QueuedTime != nil {
+				s.Metrics.Wait.WithLabelValues(ps.Name).Observe(now.Sub(ps.QueuedTime.Time).Seconds())
+			}
+		}
+		if s.Tracer != nil {
+			s.Tracer.Reserved(ctx, ref.pt, ps, waited, now)
+		}
+	}
+	for _, g := range plan.Grows {
+		ref, ok := refs[g.Gang]
+		if !ok {
+			continue
+		}
+		c := touch(ref)
+		ps := &c.status.Phases[ref.index]
+		for _, w := range g.Workers {
+			if int(w.Index) == len(ps.Assignments) {
+				ps.Assignments = append(ps.Assignments, w.Node)
+			}
+		}
+		setReservation(ps)
+		c.events = append(c.events, pendingEvent{corev1.EventTypeNormal, "Grown", fmt.Sprintf("phase %s grew by %d workers (now %d)", phaseLabel(ps), len(g.Workers), len(ps.Assignments))})
+	}
+	for _, w := range plan.Waiting {
+		ref, ok := refs[w.Gang]
+		if !ok {
+			continue
+		}
+		msg := w.Message()
+		if ref.pt.Status.Phases[ref.index].WaitingFor == msg {
+			continue
+		}
+		c := touch(ref)
+		c.status.Phases[ref.index].WaitingFor = msg
+	}
+	for _, inf := range plan.Infeasible {
+		ref, ok := refs[inf.Gang]
+		if !ok {
+			continue
+		}
+		ps := &ref.pt.Status.Phases[ref.index]
+		cond := meta.FindStatusCondition(ref.pt.Status.Conditions, string(v1alpha1.ConditionInfeasible))
+		msg := fmt.Sprintf("phase %s can never fit: %s", phaseLabel(ps), inf.Message)
+		if cond != nil && cond.Status == metav1.ConditionTrue && cond.Message == msg {
+			continue
+		}
+		c := touch(ref)
+		c.status.Phases[ref.index].WaitingFor = "never fits: " + inf.Message
+		meta.SetStatusCondition(&c.status.Conditions, metav1.Condition{
+			Type: string(v1alpha1.ConditionInfeasible), Status: metav1.ConditionTrue,
+			Reason: v1alpha1.ReasonGangNeverFits, Message: msg, ObservedGeneration: ref.pt.Generation,
+		})
+		c.events = append(c.events, pendingEvent{corev1.EventTypeWarning, v1alpha1.ReasonGangNeverFits, msg})
+	}
+
+	keys := make([]types.NamespacedName, 0, len(changes))
+	for k := range changes {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(a, b types.NamespacedName) int {
+		if a.Namespace != b.Namespace {
+			return compare(a.Namespace, b.Namespace)
+		}
+		return compare(a.Name, b.Name)
+	})
+	var errs []error
+	for _, key := range keys {
+		c := changes[key]
+		c.status.State = v1alpha1.StateFromConditions(c.status.Conditions)
+		obj := c.pt.DeepCopy()
+		baseRV := obj.ResourceVersion
+		obj.Status = *c.status
+		if err := s.Client.Status().Update(ctx, obj, client.FieldOwner(FieldManager)); err != nil {
+			if !apierrors.IsConflict(err) && !apierrors.IsNotFound(err) {
+				errs = append(errs, fmt.Errorf("writing the status of %s: %w", key, err))
+			}
+			// A conflict means the reconciler wrote first; the next
+			// cycle decides again from the newer status.
+			s.Trigger()
+			continue
+		}
+		s.mu.Lock()
+		s.assumed[key] = assumedStatus{baseRV: baseRV, status: *c.status.DeepCopy()}
+		s.mu.Unlock()
+		if s.Recorder != nil {
+			for _, e := range c.events {
+				s.Recorder.Eventf(obj, nil, e.kind, e.reason, "Schedule", e.message)
+			}
+		}
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("%d status writes failed, first: %w", len(errs), errs[0])
+	}
+	return nil
+}
+
+type pendingEvent struct {
+	kind, reason, message string
+}
+
+// setReservation derives the node → workers summary from the assignments.
+func setReservation(ps *v1alpha1.PhaseStatus) {
+	ps.Reservation = map[string]int32{}
+	for _, n := range ps.Assignments {
+		ps.Reservation[n]++
+	}
+	ps.Workers.Granted = int32(len(ps.Assignments))
+}
+
+func reservationText(r map[string]int32) string {
+	nodes := make([]string, 0, len(r))
+	for n := range r {
+		nodes = append(nodes, n)
+	}
+	slices.Sort(nodes)
+	out := ""
+	for i, n := range nodes {
+		if i > 0 {
+			out += ", "
+		}
+		out += fmt.Sprintf("%s×%d", n, r[n])
+	}
+	return out
+}
+
+func phaseLabel(ps *v1alpha1.PhaseStatus) string {
+	s := ps.Name
+	if ps.Iteration > 0 {
+		s += fmt.Sprintf(" (iteration %d)", ps.Iteration)
+	}
+	if ps.Attempt > 0 {
+		s += fmt.Sprintf(" (attempt %d)", ps.Attempt)
+	}
+	return s
+}
+
+func compare(a, b string) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}

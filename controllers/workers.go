@@ -1,0 +1,195 @@
+package controllers
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/phasegang/phasegang/apis/v1alpha1"
+)
+
+// Default ports when the worker template declares none: TensorFlow's and
+// PyTorch's customary ones.
+const (
+	defaultTFPort    = 2222
+	defaultTorchPort = 29500
+)
+
+// workerLabels identify a worker pod; the phase attempt's Service selects on
+// all but the worker index.
+func workerLabels(pt *v1alpha1.PhasedTraining, ps *v1alpha1.PhaseStatus) map[string]string {
+	return map[string]string{
+		LabelManaged:   "true",
+		LabelPipeline:  dnsLabel(pt.Name, 63),
+		LabelPhase:     ps.Name,
+		LabelIteration: strconv.Itoa(int(ps.Iteration)),
+		LabelAttempt:   strconv.Itoa(int(ps.Attempt)),
+	}
+}
+
+// peers lists the workers' stable DNS names within the phase's Service.
+func peers(pt *v1alpha1.PhasedTraining, ps *v1alpha1.PhaseStatus, n int32) []string {
+	svc := serviceName(pt, ps.Name, ps.Iteration, ps.Attempt)
+	out := make([]string, n)
+	for i := range n {
+		out[i] = fmt.Sprintf("%s.%s.%s.svc", hostname(ps.Name, i), svc, pt.Namespace)
+	}
+	return out
+}
+
+// buildWorkerPod is worker index of a reserved phase attempt, pinned to its
+// reserved node so kube-scheduler binds it exactly where the engine
+// reserved capacity. worldSize is the gang's size when the pod is created.
+func buildWorkerPod(pt *v1alpha1.PhasedTraining, phase *v1alpha1.Phase, ps *v1alpha1.PhaseStatus, index int32, node string, worldSize int32) *corev1.Pod {
+	tmpl := phase.Template.DeepCopy()
+	labels := map[string]string{}
+	for k, v := range tmpl.Labels {
+		labels[k] = v
+	}
+	for k, v := range workerLabels(pt, ps) {
+		labels[k] = v
+	}
+	labels[LabelWorker] = strconv.Itoa(int(index))
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:        podName(pt, ps.Name, ps.Iteration, ps.Attempt, index),
+			Namespace:   pt.Namespace,
+			Labels:      labels,
+			Annotations: tmpl.Annotations,
+			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(pt,
+				v1alpha1.GroupVersion.WithKind(v1alpha1.Kind))},
+		},
+		Spec: tmpl.Spec,
+	}
+	spec := &pod.Spec
+	if spec.RestartPolicy == "" || spec.RestartPolicy == corev1.RestartPolicyAlways {
+		// A worker that exits has ended; the phase's success policy and
+		// maxRetries decide what happens next, not the kubelet.
+		spec.RestartPolicy = corev1.RestartPolicyNever
+	}
+	spec.Hostname = hostname(ps.Name, index)
+	spec.Subdomain = serviceName(pt, ps.Name, ps.Iteration, ps.Attempt)
+	pinToNode(spec, node)
+	tfPort, torchPort := ports(spec)
+	env := workerEnv(pt, ps, index, worldSize, tfPort, torchPort)
+	for i := range spec.Containers {
+		spec.Containers[i].Env = mergeEnv(spec.Containers[i].Env, env)
+	}
+	return pod
+}
+
+// pinToNode adds a required node affinity on the node's name to every
+// node-selector term (terms are ORed, so the pin must be in each). It
+// matches the metadata.name field rather than the kubernetes.io/hostname
+// label: on some clouds the hostname label differs from the node name.
+func pinToNode(spec *corev1.PodSpec, node string) {
+	pin := corev1.NodeSelectorRequirement{Key: "metadata.name", Operator: corev1.NodeSelectorOpIn, Values: []string{node}}
+	if spec.Affinity == nil {
+		spec.Affinity = &corev1.Affinity{}
+	}
+	if spec.Affinity.NodeAffinity == nil {
+		spec.Affinity.NodeAffinity = &corev1.NodeAffinity{}
+	}
+	na := spec.Affinity.NodeAffinity
+	if na.RequiredDuringSchedulingIgnoredDuringExecution == nil {
+		na.RequiredDuringSchedulingIgnoredDuringExecution = &corev1.NodeSelector{}
+	}
+	terms := na.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms
+	if len(terms) == 0 {
+		terms = []corev1.NodeSelectorTerm{{}}
+	}
+	for i := range terms {
+		terms[i].MatchFields = append(terms[i].MatchFields, pin)
+	}
+	na.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms = terms
+}
+
+// ports returns the first container's first port, or the defaults.
+func ports(spec *corev1.PodSpec) (tf, torch int32) {
+	tf, torch = defaultTFPort, defaultTorchPort
+	for _, c := range spec.Containers {
+		if len(c.Ports) > 0 {
+			return c.Ports[0].ContainerPort, c.Ports[0].ContainerPort
+		}
+	}
+	return tf, torch
+}
+
+// workerEnv is what a distributed trainer needs to find its gang without
+// glue: phasegang's own variables, TF_CONFIG for TensorFlow's
+// MultiWorkerMirroredStrategy (TFJob-style), and RANK/WORLD_SIZE/
+// MASTER_ADDR/MASTER_PORT for torch.distributed.
+func workerEnv(pt *v1alpha1.PhasedTraining, ps *v1alpha1.PhaseStatus, index, worldSize int32, tfPort, torchPort int32) []corev1.EnvVar {
+	hosts := peers(pt, ps, worldSize)
+	tfHosts := make([]string, len(hosts))
+	for i, h := range hosts {
+		tfHosts[i] = fmt.Sprintf("%s:%d", h, tfPort)
+	}
+	tfConfig, _ := json.Marshal(map[string]any{
+		"cluster": map[string][]string{"worker": tfHosts},
+		"task":    map[string]any{"type": "worker", "index": index},
+	})
+	return []corev1.EnvVar{
+		{Name: EnvWorkerIndex, Value: strconv.Itoa(int(index))},
+		{Name: EnvWorldSize, Value: strconv.Itoa(int(worldSize))},
+		{Name: EnvPeers, Value: strings.Join(hosts, ",")},
+		{Name: EnvPhase, Value: ps.Name},
+		{Name: EnvIteration, Value: strconv.Itoa(int(ps.Iteration))},
+		{Name: EnvAttempt, Value: strconv.Itoa(int(ps.Attempt))},
+		{Name: "TF_CONFIG", Value: string(tfConfig)},
+		{Name: "RANK", Value: strconv.Itoa(int(index))},
+		{Name: "WORLD_SIZE", Value: strconv.Itoa(int(worldSize))},
+		{Name: "MASTER_ADDR", Value: hosts[0]},
+		{Name: "MASTER_PORT", Value: strconv.Itoa(int(torchPort))},
+	}
+}
+
+// mergeEnv appends ours to the user's, never overriding a variable the
+// user set.
+func mergeEnv(user, ours []corev1.EnvVar) []corev1.EnvVar {
+	set := map[string]bool{}
+	for _, e := range user {
+		set[e.Name] = true
+	}
+	out := user
+	for _, e := range ours {
+		if !set[e.Name] {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// buildService is the headless Service giving a phase attempt's workers
+// stable DNS names; it publishes not-ready addresses because peers must
+// resolve each other while they start.
+func buildService(pt *v1alpha1.PhasedTraining, phase *v1alpha1.Phase, ps *v1alpha1.PhaseStatus) *corev1.Service {
+	svc := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: serviceName(pt, ps.Name, ps.Iteration, ps.Attempt), Namespace: pt.Namespace,
+			Labels: workerLabels(pt, ps),
+			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(pt,
+				v1alpha1.GroupVersion.WithKind(v1alpha1.Kind))},
+		},
+		Spec: corev1.ServiceSpec{
+			ClusterIP:                corev1.ClusterIPNone,
+			Selector:                 workerLabels(pt, ps),
+			PublishNotReadyAddresses: true,
+		},
+	}
+	for _, c := range phase.Template.Spec.Containers {
+		for _, p := range c.Ports {
+			name := p.Name
+			if name == "" {
+				// Several ports must be named; a stable name from the number.
+				name = "p" + strconv.Itoa(int(p.ContainerPort))
+			}
+			svc.Spec.Ports = append(svc.Spec.Ports, corev1.ServicePort{Name: name, Port: p.ContainerPort, Protocol: p.Protocol})
+		}
+	}
+	return svc
+}
