@@ -38,6 +38,10 @@ manifests: ## Generate the CRD (config/crd/bases) and the RBAC ClusterRole (conf
 test: ## Run every test (the one test command; CI runs it too).
 	$(GO) test ./...
 
+.PHONY: e2e
+e2e: ## Build and start the local control plane (test/cluster), run the e2e suite against it, stop it.
+	hack/e2e.sh
+
 .PHONY: bench
 bench: ## Run the benchmarks.
 	$(GO) test -run='^$$' -bench=. -benchmem ./...

@@ -416,6 +416,14 @@ func (r *Reconciler) emit(before, after *v1alpha1.PhasedTraining, step phases.St
 	}
 }
 
+func (r *Reconciler) nodeGone(ctx context.Context, name string) bool {
+	if name == "" {
+		return false
+	}
+	err := r.Client.Get(ctx, types.NamespacedName{Name: name}, &corev1.Node{})
+	return apierrors.IsNotFound(err)
+}
+
 // syncWorkers makes the pods and services match the stored status: the
 // pods of every reserved worker exist, pinned to its node; pods of
 // workers no longer reserved are deleted.
@@ -453,7 +461,7 @@ func (r *Reconciler) syncWorkers(ctx context.Context, pt *v1alpha1.PhasedTrainin
 			have[p.Name] = true
 			continue
 		}
-		if p.DeletionTimestamp != nil {
+		if p.DeletionTimestamp != nil && !r.nodeGone(ctx, p.Spec.NodeName) {
 			continue
 		}
 		in, _, _ := podInstance(p)
@@ -466,7 +474,13 @@ func (r *Reconciler) syncWorkers(ctx context.Context, pt *v1alpha1.PhasedTrainin
 		if terminal && ps != nil && ps.State.Ended() {
 			continue
 		}
-		if err := r.Client.Delete(ctx, p, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil && !apierrors.IsNotFound(err) {
+		opts := []client.DeleteOption{client.PropagationPolicy(metav1.DeletePropagationBackground)}
+		if r.nodeGone(ctx, p.Spec.NodeName) {
+			// No kubelet will ever confirm this pod's end: its node is
+			// gone. Delete it at once so the fresh gang can reuse its name.
+			opts = append(opts, client.GracePeriodSeconds(0))
+		}
+		if err := r.Client.Delete(ctx, p, opts...); err != nil && !apierrors.IsNotFound(err) {
 			errs = append(errs, err)
 		}
 	}

@@ -6,14 +6,11 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	"github.com/phasegang/phasegang/apis/v1alpha1"
 	"github.com/phasegang/phasegang/controllers"
 	"github.com/phasegang/phasegang/engine"
 )
@@ -56,14 +53,6 @@ health and readiness on --health-probe-bind-address (/healthz, /readyz).`,
 	return cmd
 }
 
-// Scheme holds the kinds the controller reads and writes.
-func Scheme() *runtime.Scheme {
-	s := runtime.NewScheme()
-	_ = clientgoscheme.AddToScheme(s)
-	_ = v1alpha1.AddToScheme(s)
-	return s
-}
-
 func runController(f *controllerFlags) error {
 	ctrl.SetLogger(zap.New(zap.UseDevMode(f.development)))
 	if f.kubeconfig != "" {
@@ -74,7 +63,7 @@ func runController(f *controllerFlags) error {
 		return fmt.Errorf("no cluster to talk to: %w", err)
 	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:                        Scheme(),
+		Scheme:                        controllers.Scheme(),
 		Metrics:                       metricsserver.Options{BindAddress: f.metricsAddr},
 		HealthProbeBindAddress:        f.probeAddr,
 		LeaderElection:                f.leaderElect,

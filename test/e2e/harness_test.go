@@ -1,0 +1,328 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/config"
+
+	"github.com/phasegang/phasegang/apis/v1alpha1"
+	"github.com/phasegang/phasegang/controllers"
+)
+
+// The suite needs a running cluster: `make e2e` starts one with
+// test/cluster/up.sh and runs this package with its KUBECONFIG.
+
+var (
+	k8s        client.Client
+	repoRoot   string
+	binary     string
+	controller *controllerProcess
+	artifacts  string
+)
+
+func TestMain(m *testing.M) {
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	if os.Getenv("KUBECONFIG") == "" {
+		fmt.Fprintln(os.Stderr, "e2e: KUBECONFIG is not set; run `make e2e` (it starts test/cluster/up.sh)")
+		return 1
+	}
+	wd, _ := os.Getwd()
+	repoRoot = filepath.Clean(filepath.Join(wd, "..", ".."))
+	artifacts = os.Getenv("E2E_ARTIFACTS")
+	if artifacts == "" {
+		artifacts, _ = os.MkdirTemp("", "phasegang-e2e-")
+	}
+	cfg, err := config.GetConfig()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "e2e:", err)
+		return 1
+	}
+	cfg.QPS, cfg.Burst = 200, 400
+	k8s, err = client.New(cfg, client.Options{Scheme: controllers.Scheme()})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "e2e:", err)
+		return 1
+	}
+	binary = filepath.Join(artifacts, "phasegang")
+	build := exec.Command("go", "build", "-o", binary, "./cmd/phasegang")
+	build.Dir, build.Stdout, build.Stderr = repoRoot, os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "e2e: building phasegang:", err)
+		return 1
+	}
+	apply := exec.Command("kubectl", "apply", "--server-side", "-f", filepath.Join(repoRoot, "config/crd/bases"))
+	apply.Stdout, apply.Stderr = os.Stderr, os.Stderr
+	if err := apply.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "e2e: installing the CRD:", err)
+		return 1
+	}
+	wait := exec.Command("kubectl", "wait", "--for=condition=Established", "crd/phasedtrainings.phasegang.dev", "--timeout=60s")
+	wait.Stdout, wait.Stderr = os.Stderr, os.Stderr
+	if err := wait.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "e2e: CRD not established:", err)
+		return 1
+	}
+	controller = startController()
+	code := m.Run()
+	controller.stop()
+	fmt.Fprintf(os.Stderr, "e2e: controller logs in %s\n", artifacts)
+	return code
+}
+
+// controllerProcess is `phasegang controller` as a separate process, so a
+// test can SIGKILL it like a crashing pod.
+type controllerProcess struct {
+	cmd *exec.Cmd
+	log *os.File
+}
+
+var starts int
+
+func startController() *controllerProcess {
+	starts++
+	logPath := filepath.Join(artifacts, fmt.Sprintf("controller-%d.log", starts))
+	f, err := os.Create(logPath)
+	if err != nil {
+		panic(err)
+	}
+	cmd := exec.Command(binary, "controller", "--metrics-bind-address", "127.0.0.1:"+freePort(),
+		"--health-probe-bind-address", "127.0.0.1:"+freePort(), "--resync", "1s", "--starvation-bound", "1m")
+	cmd.Stdout, cmd.Stderr = f, f
+	cmd.Env = append(os.Environ(), extraControllerEnv...)
+	if err := cmd.Start(); err != nil {
+		panic(err)
+	}
+	return &controllerProcess{cmd: cmd, log: f}
+}
+
+// extraControllerEnv is added to the controller's environment (tracing).
+var extraControllerEnv []string
+
+func (c *controllerProcess) kill() {
+	_ = c.cmd.Process.Signal(syscall.SIGKILL)
+	_ = c.cmd.Wait()
+	c.log.Close()
+}
+
+func (c *controllerProcess) stop() {
+	_ = c.cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() { _ = c.cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(15 * time.Second):
+		_ = c.cmd.Process.Kill()
+		<-done
+	}
+	c.log.Close()
+}
+
+func freePort() string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		panic(err)
+	}
+	defer l.Close()
+	return strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
+}
+
+// namespace creates a namespace for one test, deleted after it.
+func namespace(t *testing.T) string {
+	t.Helper()
+	name := strings.ToLower(strings.NewReplacer("/", "-", "_", "-").Replace(t.Name()))
+	if len(name) > 50 {
+		name = name[:50]
+	}
+	name = strings.TrimRight(name, "-") + "-" + strconv.FormatInt(time.Now().UnixNano()%100000, 10)
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	if err := k8s.Create(context.Background(), ns); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = k8s.Delete(context.Background(), ns) })
+	return name
+}
+
+// nodes creates n fake GPU nodes labelled pool=<pool> (kwok makes them
+// Ready), deleted after the test. Each test gets its own pool, so tests do
+// not share capacity.
+func nodes(t *testing.T, pool string, n, gpus int) []string {
+	t.Helper()
+	var names []string
+	for i := range n {
+		name := fmt.Sprintf("%s-%d", pool, i)
+		node := &corev1.Node{
+			ObjectMeta: metav1.ObjectMeta{
+				Name:        name,
+				Annotations: map[string]string{"kwok.x-k8s.io/node": "fake", "node.alpha.kubernetes.io/ttl": "0"},
+				Labels:      map[string]string{"kubernetes.io/hostname": name, "type": "kwok", "pool": pool},
+			},
+			Status: corev1.NodeStatus{
+				Allocatable: gpuResources(gpus),
+				Capacity:    gpuResources(gpus),
+			},
+		}
+		if err := k8s.Create(context.Background(), node); err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Fatal(err)
+		}
+		names = append(names, name)
+		t.Cleanup(func() { _ = k8s.Delete(context.Background(), &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}) })
+	}
+	eventually(t, 60*time.Second, "nodes of pool "+pool+" Ready", func() (bool, error) {
+		for _, name := range names {
+			var n corev1.Node
+			if err := k8s.Get(context.Background(), client.ObjectKey{Name: name}, &n); err != nil {
+				return false, nil
+			}
+			ready := false
+			for _, c := range n.Status.Conditions {
+				if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue {
+					ready = true
+				}
+			}
+			if !ready || n.Status.Allocatable.Name("nvidia.com/gpu", resource.DecimalSI).Value() != int64(gpus) {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	return names
+}
+
+func gpuResources(gpus int) corev1.ResourceList {
+	return corev1.ResourceList{
+		"cpu": resource.MustParse("64"), "memory": resource.MustParse("512Gi"), "pods": resource.MustParse("110"),
+		"nvidia.com/gpu": *resource.NewQuantity(int64(gpus), resource.DecimalSI),
+	}
+}
+
+// eventually polls cond until it holds or timeout passes.
+func eventually(t *testing.T, timeout time.Duration, what string, cond func() (bool, error)) {
+	t.Helper()
+	var last error
+	err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
+		ok, err := cond()
+		last = err
+		return ok, nil
+	})
+	if err != nil {
+		t.Fatalf("timed out after %v waiting for %s (last error: %v)", timeout, what, last)
+	}
+}
+
+// ptBuilder builds PhasedTrainings for tests.
+type ptBuilder struct{ pt *v1alpha1.PhasedTraining }
+
+func makePT(ns, name string) *ptBuilder {
+	return &ptBuilder{pt: &v1alpha1.PhasedTraining{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}}
+}
+
+// worker is a one-container worker template requesting gpus GPUs on pool,
+// "running" for seconds (kwok ends it), reporting the termination message.
+func worker(pool string, gpus, seconds int, message string) corev1.PodTemplateSpec {
+	ann := map[string]string{"phasegang.dev/sim-run-seconds": strconv.Itoa(seconds)}
+	if message != "" {
+		ann["phasegang.dev/sim-termination-message"] = message
+	}
+	return corev1.PodTemplateSpec{
+		ObjectMeta: metav1.ObjectMeta{Annotations: ann},
+		Spec: corev1.PodSpec{
+			NodeSelector: map[string]string{"pool": pool},
+			Tolerations:  []corev1.Toleration{{Key: "kwok.x-k8s.io/node", Operator: corev1.TolerationOpExists}},
+			Containers: []corev1.Container{{
+				Name: "worker", Image: "trainer:e2e",
+				Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
+					"nvidia.com/gpu": *resource.NewQuantity(int64(gpus), resource.DecimalSI), "cpu": resource.MustParse("1"),
+				}, Limits: corev1.ResourceList{"nvidia.com/gpu": *resource.NewQuantity(int64(gpus), resource.DecimalSI)}},
+			}},
+		},
+	}
+}
+
+func (b *ptBuilder) phase(name string, min, desired int32, tmpl corev1.PodTemplateSpec, deps ...string) *ptBuilder {
+	p := v1alpha1.Phase{Name: name, DependsOn: deps, Gang: v1alpha1.Gang{Min: min}, Template: tmpl}
+	if desired != min {
+		p.Gang.Desired = &desired
+	}
+	b.pt.Spec.Phases = append(b.pt.Spec.Phases, p)
+	return b
+}
+
+func (b *ptBuilder) with(f func(p *v1alpha1.Phase)) *ptBuilder {
+	f(&b.pt.Spec.Phases[len(b.pt.Spec.Phases)-1])
+	return b
+}
+
+func (b *ptBuilder) create(t *testing.T) *v1alpha1.PhasedTraining {
+	t.Helper()
+	if err := k8s.Create(context.Background(), b.pt); err != nil {
+		t.Fatalf("creating %s: %v", b.pt.Name, err)
+	}
+	return b.pt
+}
+
+func get(t *testing.T, pt *v1alpha1.PhasedTraining) *v1alpha1.PhasedTraining {
+	t.Helper()
+	out := &v1alpha1.PhasedTraining{}
+	if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(pt), out); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func waitState(t *testing.T, pt *v1alpha1.PhasedTraining, want v1alpha1.PipelineState, timeout time.Duration) *v1alpha1.PhasedTraining {
+	t.Helper()
+	var last *v1alpha1.PhasedTraining
+	eventually(t, timeout, fmt.Sprintf("%s to be %s", pt.Name, want), func() (bool, error) {
+		last = get(t, pt)
+		if last.Status.State == v1alpha1.PipelineFailed && want != v1alpha1.PipelineFailed {
+			return false, fmt.Errorf("failed: %s", describe(last))
+		}
+		return last.Status.State == want, fmt.Errorf("state %s: %s", last.Status.State, describe(last))
+	})
+	return last
+}
+
+// describe summarizes a status for failure messages.
+func describe(pt *v1alpha1.PhasedTraining) string {
+	var b bytes.Buffer
+	for _, c := range pt.Status.Conditions {
+		if c.Status == metav1.ConditionTrue {
+			fmt.Fprintf(&b, "[%s %s: %s] ", c.Type, c.Reason, c.Message)
+		}
+	}
+	for _, p := range pt.Status.Phases {
+		fmt.Fprintf(&b, "{%s#%d.%d %s granted=%d %s %s} ", p.Name, p.Iteration, p.Attempt, p.State, p.Workers.Granted, p.WaitingFor, p.Message)
+	}
+	return b.String()
+}
+
+func pods(t *testing.T, ns string, labels map[string]string) []corev1.Pod {
+	t.Helper()
+	var list corev1.PodList
+	if err := k8s.List(context.Background(), &list, client.InNamespace(ns), client.MatchingLabels(labels)); err != nil {
+		t.Fatal(err)
+	}
+	return list.Items
+}
