@@ -1,0 +1,391 @@
+// Command scale is phasegang's scale benchmark on the local control plane
+// (test/cluster): N kwok nodes × 8 GPUs, P pipelines × 3 phases of mixed
+// gang sizes, against the same number of plain pods scheduled by
+// kube-scheduler alone. It prints a table; it is a benchmark, not a test.
+//
+//	test/cluster/up.sh --nodes 0 --dir /tmp/pg && source /tmp/pg/env
+//	go run ./test/scale -nodes 1000 -pipelines 500
+package main
+
+import (
+	"bufio"
+	"context"
+	"flag"
+	"fmt"
+	"math"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/config"
+
+	"github.com/phasegang/phasegang/apis/v1alpha1"
+	"github.com/phasegang/phasegang/controllers"
+)
+
+var (
+	nodeCount = flag.Int("nodes", 1000, "kwok nodes to create")
+	gpus      = flag.Int("gpus", 8, "GPUs per node")
+	pipelines = flag.Int("pipelines", 500, "pipelines (3 phases each)")
+	runSecs   = flag.Int("run-seconds", 5, "how long each worker runs")
+	binary    = flag.String("phasegang", "", "phasegang binary (default: go build ./cmd/phasegang)")
+	keep      = flag.Bool("keep", false, "keep the nodes afterwards")
+)
+
+var k8s client.Client
+
+func main() {
+	flag.Parse()
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "scale:", err)
+		os.Exit(1)
+	}
+}
+
+// trainSizes cycles through mixed gang sizes; validate uses max(1, g/4)
+// and test 1, as the simulator's trace pipelines do.
+var trainSizes = []int32{1, 2, 4, 8, 16, 4, 2, 8}
+
+func run() error {
+	ctx := context.Background()
+	cfg, err := config.GetConfig()
+	if err != nil {
+		return err
+	}
+	cfg.QPS, cfg.Burst = 500, 1000
+	k8s, err = client.New(cfg, client.Options{Scheme: controllers.Scheme()})
+	if err != nil {
+		return err
+	}
+	if *binary == "" {
+		dir, _ := os.MkdirTemp("", "phasegang-scale-")
+		*binary = filepath.Join(dir, "phasegang")
+		b := exec.Command("go", "build", "-o", *binary, "./cmd/phasegang")
+		b.Stdout, b.Stderr = os.Stderr, os.Stderr
+		if err := b.Run(); err != nil {
+			return fmt.Errorf("building phasegang: %w", err)
+		}
+	}
+	fmt.Fprintf(os.Stderr, "creating %d nodes × %d GPUs...\n", *nodeCount, *gpus)
+	if err := createNodes(ctx); err != nil {
+		return err
+	}
+	if !*keep {
+		defer deleteNodes(context.Background())
+	}
+
+	var trainPods int
+	for i := range *pipelines {
+		trainPods += int(trainSizes[i%len(trainSizes)])
+	}
+	fmt.Fprintf(os.Stderr, "plain: %d pods created directly...\n", trainPods)
+	plain, err := plainRun(ctx, trainPods)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "phasegang: %d pipelines...\n", *pipelines)
+	pg, err := phasegangRun(ctx)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("\nscale benchmark: %d kwok nodes × %d GPUs, %d pipelines × 3 phases (train gangs %v, validate max(1,g/4), test 1), workers run %ds\n\n",
+		*nodeCount, *gpus, *pipelines, trainSizes, *runSecs)
+	fmt.Printf("%-34s %12s %12s\n", "", "plain pods", "phasegang")
+	fmt.Printf("%-34s %12d %12d\n", "pods (first wave: every train gang)", plain.pods, pg.trainPods)
+	fmt.Printf("%-34s %12.1f %12.1f\n", "pods/s, creation to Running", plain.podsPerSec, pg.podsPerSec)
+	fmt.Printf("%-34s %12.2f %12.2f\n", "p50 pod latency to Running (s)", plain.p50, pg.p50)
+	fmt.Printf("%-34s %12.2f %12.2f\n", "p99 pod latency to Running (s)", plain.p99, pg.p99)
+	fmt.Printf("\nratio phasegang/plain (pods/s): %.2f (target >= 0.9)\n", pg.podsPerSec/plain.podsPerSec)
+	fmt.Printf("all %d pipelines succeeded in %.1fs; %d pods in all\n", *pipelines, pg.total.Seconds(), pg.allPods)
+	fmt.Printf("controller: CPU %.1fs (user+sys), peak RSS %d MiB, %.1f API requests per pipeline (%d in all)\n",
+		pg.cpu.Seconds(), pg.rssMiB, float64(pg.requests)/float64(*pipelines), pg.requests)
+	return nil
+}
+
+func createNodes(ctx context.Context) error {
+	return parallel(*nodeCount, 32, func(i int) error {
+		name := fmt.Sprintf("scale-%04d", i)
+		rl := corev1.ResourceList{
+			"cpu": resource.MustParse("128"), "memory": resource.MustParse("1Ti"), "pods": resource.MustParse("110"),
+			"nvidia.com/gpu": *resource.NewQuantity(int64(*gpus), resource.DecimalSI),
+		}
+		n := &corev1.Node{
+			ObjectMeta: metav1.ObjectMeta{Name: name,
+				Annotations: map[string]string{"kwok.x-k8s.io/node": "fake"},
+				Labels:      map[string]string{"kubernetes.io/hostname": name, "pool": "scale", "type": "kwok"}},
+			Status: corev1.NodeStatus{Allocatable: rl, Capacity: rl},
+		}
+		if err := k8s.Create(ctx, n); err != nil && !apierrors.IsAlreadyExists(err) {
+			return err
+		}
+		return nil
+	})
+}
+
+func deleteNodes(ctx context.Context) {
+	_ = parallel(*nodeCount, 32, func(i int) error {
+		return client.IgnoreNotFound(k8s.Delete(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("scale-%04d", i)}}))
+	})
+}
+
+func parallel(n, width int, f func(i int) error) error {
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var first error
+	sem := make(chan struct{}, width)
+	for i := range n {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			if err := f(i); err != nil {
+				mu.Lock()
+				if first == nil {
+					first = err
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	return first
+}
+
+func workerSpec(seconds int) corev1.PodTemplateSpec {
+	return corev1.PodTemplateSpec{
+		ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{"phasegang.dev/sim-run-seconds": strconv.Itoa(seconds)}},
+		Spec: corev1.PodSpec{
+			NodeSelector: map[string]string{"pool": "scale"},
+			Containers: []corev1.Container{{Name: "worker", Image: "trainer:scale",
+				Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("1"), "cpu": resource.MustParse("1")},
+					Limits: corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("1")}}}},
+		},
+	}
+}
+
+type result struct {
+	pods, trainPods, allPods int
+	podsPerSec, p50, p99     float64
+	total                    time.Duration
+	cpu                      time.Duration
+	rssMiB                   int64
+	requests                 int
+}
+
+func namespaceFor(name string) (string, error) {
+	ns := fmt.Sprintf("%s-%d", name, time.Now().Unix())
+	return ns, k8s.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+}
+
+// plainRun creates n pods directly (what a per-pod system does) and
+// measures creation → Running.
+func plainRun(ctx context.Context, n int) (result, error) {
+	ns, err := namespaceFor("scale-plain")
+	if err != nil {
+		return result{}, err
+	}
+	defer k8s.Delete(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+	start := time.Now()
+	err = parallel(n, 64, func(i int) error {
+		t := workerSpec(*runSecs * 100) // they only need to reach Running
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("plain-%05d", i), Annotations: t.Annotations, Labels: map[string]string{"bench": "plain"}}, Spec: t.Spec}
+		return k8s.Create(ctx, p)
+	})
+	if err != nil {
+		return result{}, err
+	}
+	lat, last, err := waitRunning(ctx, ns, map[string]string{"bench": "plain"}, n, 10*time.Minute)
+	if err != nil {
+		return result{}, err
+	}
+	r := result{pods: n, podsPerSec: float64(n) / last.Sub(start).Seconds()}
+	r.p50, r.p99 = quantile(lat, 0.5), quantile(lat, 0.99)
+	return r, nil
+}
+
+// waitRunning waits until n pods matching labels have run, and returns
+// each pod's creation → Running latency and when the last one got there.
+func waitRunning(ctx context.Context, ns string, labels map[string]string, n int, timeout time.Duration) ([]float64, time.Time, error) {
+	deadline := time.Now().Add(timeout)
+	for {
+		var list corev1.PodList
+		if err := k8s.List(ctx, &list, client.InNamespace(ns), client.MatchingLabels(labels)); err != nil {
+			return nil, time.Time{}, err
+		}
+		var lat []float64
+		var last time.Time
+		for _, p := range list.Items {
+			started := runningSince(&p)
+			if started.IsZero() {
+				continue
+			}
+			lat = append(lat, started.Sub(p.CreationTimestamp.Time).Seconds())
+			if started.After(last) {
+				last = started
+			}
+		}
+		if len(lat) >= n {
+			return lat, last, nil
+		}
+		if time.Now().After(deadline) {
+			return nil, time.Time{}, fmt.Errorf("only %d of %d pods ran within %v", len(lat), n, timeout)
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+}
+
+// runningSince is when the pod's container started (kwok stamps it).
+func runningSince(p *corev1.Pod) time.Time {
+	for _, cs := range p.Status.ContainerStatuses {
+		if cs.State.Running != nil {
+			return cs.State.Running.StartedAt.Time
+		}
+		if cs.State.Terminated != nil {
+			return cs.State.Terminated.StartedAt.Time
+		}
+	}
+	return time.Time{}
+}
+
+func quantile(v []float64, q float64) float64 {
+	if len(v) == 0 {
+		return 0
+	}
+	s := slices.Clone(v)
+	slices.Sort(s)
+	return s[max(0, min(len(s)-1, int(math.Ceil(q*float64(len(s))))-1))]
+}
+
+func phasegangRun(ctx context.Context) (result, error) {
+	ns, err := namespaceFor("scale-pg")
+	if err != nil {
+		return result{}, err
+	}
+	defer k8s.Delete(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+	metricsPort := "18089"
+	ctl := exec.Command(*binary, "controller", "--metrics-bind-address", "127.0.0.1:"+metricsPort, "--health-probe-bind-address", "0", "--resync", "2s")
+	logf, _ := os.CreateTemp("", "phasegang-scale-controller-*.log")
+	ctl.Stdout, ctl.Stderr = logf, logf
+	if err := ctl.Start(); err != nil {
+		return result{}, err
+	}
+	defer func() {
+		_ = ctl.Process.Signal(syscall.SIGTERM)
+		_ = ctl.Wait()
+		fmt.Fprintf(os.Stderr, "controller log: %s\n", logf.Name())
+	}()
+	time.Sleep(2 * time.Second)
+	baseReq := scrapeRequests(metricsPort)
+
+	start := time.Now()
+	trainPods := 0
+	err = parallel(*pipelines, 32, func(i int) error {
+		g := trainSizes[i%len(trainSizes)]
+		v := max(1, g/4)
+		pt := &v1alpha1.PhasedTraining{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("p-%04d", i)},
+			Spec: v1alpha1.PhasedTrainingSpec{Phases: []v1alpha1.Phase{
+				{Name: "train", Gang: v1alpha1.Gang{Min: g}, Template: workerSpec(*runSecs)},
+				{Name: "validate", DependsOn: []string{"train"}, Gang: v1alpha1.Gang{Min: v}, Template: workerSpec(*runSecs)},
+				{Name: "test", DependsOn: []string{"validate"}, Gang: v1alpha1.Gang{Min: 1}, Template: workerSpec(*runSecs)},
+			}}}
+		return k8s.Create(ctx, pt)
+	})
+	if err != nil {
+		return result{}, err
+	}
+	for i := range *pipelines {
+		trainPods += int(trainSizes[i%len(trainSizes)])
+	}
+	lat, last, err := waitRunning(ctx, ns, map[string]string{"phasegang.dev/phase": "train"}, trainPods, 10*time.Minute)
+	if err != nil {
+		return result{}, err
+	}
+	r := result{trainPods: trainPods, podsPerSec: float64(trainPods) / last.Sub(start).Seconds()}
+	r.p50, r.p99 = quantile(lat, 0.5), quantile(lat, 0.99)
+	// Then every pipeline to the end.
+	deadline := time.Now().Add(15 * time.Minute)
+	for {
+		var list v1alpha1.PhasedTrainingList
+		if err := k8s.List(ctx, &list, client.InNamespace(ns)); err != nil {
+			return r, err
+		}
+		done := 0
+		for _, pt := range list.Items {
+			if pt.Status.State == v1alpha1.PipelineSucceeded {
+				done++
+			} else if pt.Status.State == v1alpha1.PipelineFailed {
+				return r, fmt.Errorf("%s failed: %v", pt.Name, pt.Status.Conditions)
+			}
+		}
+		if done == *pipelines {
+			break
+		}
+		if time.Now().After(deadline) {
+			return r, fmt.Errorf("only %d of %d pipelines succeeded", done, *pipelines)
+		}
+		time.Sleep(time.Second)
+	}
+	r.total = time.Since(start)
+	var all corev1.PodList
+	_ = k8s.List(ctx, &all, client.InNamespace(ns))
+	r.allPods = len(all.Items)
+	r.requests = scrapeRequests(metricsPort) - baseReq
+	r.cpu, r.rssMiB = procStats(ctl.Process.Pid)
+	return r, nil
+}
+
+// scrapeRequests sums client-go's rest_client_requests_total from the
+// controller's metrics endpoint: the API requests it made.
+func scrapeRequests(port string) int {
+	resp, err := http.Get("http://127.0.0.1:" + port + "/metrics")
+	if err != nil {
+		return 0
+	}
+	defer resp.Body.Close()
+	total := 0.0
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if strings.HasPrefix(line, "rest_client_requests_total{") {
+			f := strings.Fields(line)
+			v, _ := strconv.ParseFloat(f[len(f)-1], 64)
+			total += v
+		}
+	}
+	return int(total)
+}
+
+// procStats reads a process's CPU time and peak resident memory.
+func procStats(pid int) (time.Duration, int64) {
+	var cpu time.Duration
+	if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); err == nil {
+		f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+2:]))
+		ut, _ := strconv.ParseInt(f[11], 10, 64)
+		st, _ := strconv.ParseInt(f[12], 10, 64)
+		cpu = time.Duration(ut+st) * time.Second / 100 // USER_HZ
+	}
+	var rss int64
+	if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid)); err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+				kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+				rss = kb / 1024
+			}
+		}
+	}
+	return cpu, rss
+}
