@@ -1,8 +1,6 @@
 package controllers
 
 import (
-	"os"
-	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -21,15 +19,6 @@ var (
 )
 
 func mt(t time.Time) *metav1.Time { x := metav1.NewTime(t); return &x }
-
-// skipBug skips a test that pins a known bug, unless PHASEGANG_RUN_BUGS=1
-// (then it runs and fails until the bug is fixed).
-func skipBug(t *testing.T, msg string) {
-	t.Helper()
-	if os.Getenv("PHASEGANG_RUN_BUGS") != "1" {
-		t.Skip("BUG: " + msg)
-	}
-}
 
 // ptBuilder: makePT("job").phase("train", 2).status(running("train", "n1")).obj()
 type ptBuilder struct{ pt *v1alpha1.PhasedTraining }
@@ -61,9 +50,12 @@ func (b *ptBuilder) phase(name string, min int32) *ptBuilder {
 	return b
 }
 
-func (b *ptBuilder) desired(n int32) *ptBuilder     { b.last().Gang.Desired = &n; return b }
-func (b *ptBuilder) outputs(k ...string) *ptBuilder { b.last().Outputs = append(b.last().Outputs, k...); return b }
-func (b *ptBuilder) policy(p string) *ptBuilder     { b.last().SuccessPolicy = p; return b }
+func (b *ptBuilder) desired(n int32) *ptBuilder { b.last().Gang.Desired = &n; return b }
+func (b *ptBuilder) outputs(k ...string) *ptBuilder {
+	b.last().Outputs = append(b.last().Outputs, k...)
+	return b
+}
+func (b *ptBuilder) policy(p string) *ptBuilder { b.last().SuccessPolicy = p; return b }
 func (b *ptBuilder) tmpl(f func(*corev1.PodTemplateSpec)) *ptBuilder {
 	f(&b.last().Template)
 	return b
@@ -73,7 +65,7 @@ func (b *ptBuilder) status(ps ...v1alpha1.PhaseStatus) *ptBuilder {
 	return b
 }
 func (b *ptBuilder) state(s v1alpha1.PipelineState) *ptBuilder { b.pt.Status.State = s; return b }
-func (b *ptBuilder) ns(ns string) *ptBuilder                    { b.pt.Namespace = ns; return b }
+func (b *ptBuilder) ns(ns string) *ptBuilder                   { b.pt.Namespace = ns; return b }
 func (b *ptBuilder) generation(g, observed int64) *ptBuilder {
 	b.pt.Generation, b.pt.Status.ObservedGeneration = g, observed
 	return b
@@ -113,8 +105,8 @@ type podOpt func(*corev1.Pod)
 func makePod(ns, name, node string, phase corev1.PodPhase, cpu string, opts ...podOpt) corev1.Pod {
 	p := corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-		Spec: corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "c"}}},
-		Status: corev1.PodStatus{Phase: phase},
+		Spec:       corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "c"}}},
+		Status:     corev1.PodStatus{Phase: phase},
 	}
 	if cpu != "" {
 		p.Spec.Containers[0].Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu)}

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/phasegang/phasegang/apis/v1alpha1"
 	"github.com/phasegang/phasegang/engine"
@@ -41,10 +42,7 @@ func dnsLabel(name string, max int) string {
 	}
 	sum := sha256.Sum256([]byte(name))
 	h := hex.EncodeToString(sum[:])[:8]
-	cut := name[:max-9]
-	for len(cut) > 0 && cut[len(cut)-1] == '-' {
-		cut = cut[:len(cut)-1]
-	}
+	cut := strings.TrimRight(name[:max-9], "-.")
 	return cut + "-" + h
 }
 
@@ -62,10 +60,16 @@ func instanceName(pt *v1alpha1.PhasedTraining, phase string, iteration, attempt 
 	return n
 }
 
-// serviceName is the headless Service of a phase attempt (a DNS-1035
-// label: at most 63 characters, starting with a letter).
+// serviceName is the headless Service of a phase attempt, also the pods'
+// subdomain: a DNS-1035 label (at most 63 characters of [a-z0-9-],
+// starting with a letter). A pipeline name may hold dots or start with a
+// digit, so those are mapped.
 func serviceName(pt *v1alpha1.PhasedTraining, phase string, iteration, attempt int32) string {
-	return dnsLabel(instanceName(pt, phase, iteration, attempt), 63)
+	n := strings.ReplaceAll(instanceName(pt, phase, iteration, attempt), ".", "-")
+	if n == "" || n[0] < 'a' || n[0] > 'z' {
+		n = "pg-" + n
+	}
+	return dnsLabel(n, 63)
 }
 
 // podName is worker index's pod.

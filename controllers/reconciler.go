@@ -168,6 +168,13 @@ func (r *Reconciler) markInvalid(ctx context.Context, pt *v1alpha1.PhasedTrainin
 		Type: string(v1alpha1.ConditionInvalid), Status: metav1.ConditionTrue,
 		Reason: v1alpha1.ReasonSpecInvalid, Message: msg, ObservedGeneration: pt.Generation,
 	})
+	// Invalid is the one summary condition that holds now.
+	for _, t := range []v1alpha1.ConditionType{v1alpha1.ConditionQueued, v1alpha1.ConditionRunning, v1alpha1.ConditionInfeasible} {
+		if meta.IsStatusConditionTrue(st.Conditions, string(t)) {
+			meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: string(t), Status: metav1.ConditionFalse,
+				Reason: v1alpha1.ReasonSpecInvalid, Message: "the spec is invalid", ObservedGeneration: pt.Generation})
+		}
+	}
 	st.State = v1alpha1.StateFromConditions(st.Conditions)
 	st.ObservedGeneration = pt.Generation
 	if equality.Semantic.DeepEqual(&pt.Status, st) {
@@ -241,7 +248,9 @@ func observe(pt *v1alpha1.PhasedTraining, pl *phases.Pipeline, st *v1alpha1.Phas
 		started := int32(0)
 		for idx := int32(0); idx < int32(len(ps.Assignments)); idx++ {
 			p := byInstance[in][idx]
-			if p == nil || p.Spec.NodeName != ps.Assignments[idx] && p.Spec.NodeName != "" {
+			if p == nil || p.DeletionTimestamp != nil || p.Spec.NodeName != ps.Assignments[idx] && p.Spec.NodeName != "" {
+				// A terminating pod is an old gang's (a requeue reuses
+				// names), not this one's.
 				continue
 			}
 			switch p.Status.Phase {
@@ -285,8 +294,12 @@ func mergeOutputs(out map[string]string, p *corev1.Pod, declared []string) map[s
 		if t == nil || t.Message == "" {
 			continue
 		}
+		// UseNumber keeps a number's text as the worker wrote it (a
+		// float64 would round big integers).
 		var m map[string]any
-		if err := json.Unmarshal([]byte(t.Message), &m); err != nil {
+		dec := json.NewDecoder(strings.NewReader(t.Message))
+		dec.UseNumber()
+		if err := dec.Decode(&m); err != nil {
 			continue
 		}
 		for _, k := range declared {
@@ -303,6 +316,8 @@ func mergeOutputs(out map[string]string, p *corev1.Pod, declared []string) map[s
 			switch x := v.(type) {
 			case string:
 				out[k] = x
+			case json.Number:
+				out[k] = x.String()
 			default:
 				b, _ := json.Marshal(x)
 				out[k] = string(b)
@@ -335,6 +350,13 @@ func setConditions(st *v1alpha1.PhasedTrainingStatus, step phases.Step, gen int6
 			msg = reason
 		}
 		meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: string(t), Status: status, Reason: reason, Message: msg, ObservedGeneration: gen})
+	}
+	infeasible := meta.IsStatusConditionTrue(st.Conditions, string(v1alpha1.ConditionInfeasible))
+	switch step.State {
+	case v1alpha1.PipelineSucceeded, v1alpha1.PipelineFailed:
+		if infeasible {
+			set(v1alpha1.ConditionInfeasible, false, string(step.State), "the pipeline ended")
+		}
 	}
 	switch step.State {
 	case v1alpha1.PipelineSucceeded:
@@ -371,7 +393,7 @@ func setConditions(st *v1alpha1.PhasedTrainingStatus, step phases.Step, gen int6
 	} else {
 		set(v1alpha1.ConditionRunning, false, v1alpha1.ReasonWaitingForCapacity, "no phase is running")
 	}
-	if len(queued) > 0 && len(running) == 0 {
+	if len(queued) > 0 && len(running) == 0 && !infeasible {
 		if waiting == "" {
 			waiting = "queued: " + strings.Join(queued, ", ")
 		}

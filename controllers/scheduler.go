@@ -320,6 +320,25 @@ func (s *Scheduler) Cycle(ctx context.Context) error {
 		})
 		c.events = append(c.events, pendingEvent{corev1.EventTypeWarning, v1alpha1.ReasonGangNeverFits, msg})
 	}
+	// A pipeline marked Infeasible whose gangs now fit (nodes were added)
+	// goes back to waiting.
+	stillInfeasible := map[types.NamespacedName]bool{}
+	for _, inf := range plan.Infeasible {
+		if ref, ok := refs[inf.Gang]; ok {
+			stillInfeasible[client.ObjectKeyFromObject(ref.pt)] = true
+		}
+	}
+	for _, ref := range refs {
+		key := client.ObjectKeyFromObject(ref.pt)
+		if stillInfeasible[key] || !meta.IsStatusConditionTrue(ref.pt.Status.Conditions, string(v1alpha1.ConditionInfeasible)) {
+			continue
+		}
+		c := touch(ref)
+		if meta.IsStatusConditionTrue(c.status.Conditions, string(v1alpha1.ConditionInfeasible)) {
+			meta.SetStatusCondition(&c.status.Conditions, metav1.Condition{Type: string(v1alpha1.ConditionInfeasible), Status: metav1.ConditionFalse,
+				Reason: v1alpha1.ReasonWaitingForCapacity, Message: "the gang fits the cluster now", ObservedGeneration: ref.pt.Generation})
+		}
+	}
 
 	keys := make([]types.NamespacedName, 0, len(changes))
 	for k := range changes {

@@ -162,7 +162,7 @@ func TestBuildSnapshot(t *testing.T) {
 			},
 		},
 		"a status entry whose phase left the spec is ignored": {
-			pts: []*v1alpha1.PhasedTraining{makePT("job").phase("train", 1).status(running("gone", "n1"), queued("gone2")).obj()},
+			pts:  []*v1alpha1.PhasedTraining{makePT("job").phase("train", 1).status(running("gone", "n1"), queued("gone2")).obj()},
 			want: snapSummary{Used: map[string]engine.ResourceList{"n1": nil, "n2": nil}},
 		},
 		"deleted pipeline: no grant, nothing queued, its terminating pods counted": {
@@ -177,9 +177,9 @@ func TestBuildSnapshot(t *testing.T) {
 	// Pipelines that are not schedulable: their Running grant stays in the
 	// ledger (its pods not counted), nothing of theirs is queued.
 	for name, b := range map[string]*ptBuilder{
-		"invalid pipeline":                   makePT("job").state(v1alpha1.PipelineInvalid),
-		"succeeded pipeline":                 makePT("job").state(v1alpha1.PipelineSucceeded),
-		"failed pipeline":                    makePT("job").state(v1alpha1.PipelineFailed),
+		"invalid pipeline":                     makePT("job").state(v1alpha1.PipelineInvalid),
+		"succeeded pipeline":                   makePT("job").state(v1alpha1.PipelineSucceeded),
+		"failed pipeline":                      makePT("job").state(v1alpha1.PipelineFailed),
 		"spec edited since status was written": makePT("job").generation(2, 1),
 	} {
 		pt := b.phase("train", 2).phase("eval", 1).status(running("train", "n1", "n2"), queued("eval")).obj()
@@ -360,16 +360,16 @@ func TestSchedulable(t *testing.T) {
 		pt   *v1alpha1.PhasedTraining
 		want bool
 	}{
-		"fresh":                    {makePT("p").obj(), true},
-		"running":                  {makePT("p").state(v1alpha1.PipelineRunning).obj(), true},
-		"queued":                   {makePT("p").state(v1alpha1.PipelineQueued).obj(), true},
-		"infeasible":               {makePT("p").state(v1alpha1.PipelineInfeasible).obj(), true},
-		"invalid":                  {makePT("p").state(v1alpha1.PipelineInvalid).obj(), false},
-		"succeeded":                {makePT("p").state(v1alpha1.PipelineSucceeded).obj(), false},
-		"failed":                   {makePT("p").state(v1alpha1.PipelineFailed).obj(), false},
-		"deleted":                  {makePT("p").deleting().obj(), false},
+		"fresh":                     {makePT("p").obj(), true},
+		"running":                   {makePT("p").state(v1alpha1.PipelineRunning).obj(), true},
+		"queued":                    {makePT("p").state(v1alpha1.PipelineQueued).obj(), true},
+		"infeasible":                {makePT("p").state(v1alpha1.PipelineInfeasible).obj(), true},
+		"invalid":                   {makePT("p").state(v1alpha1.PipelineInvalid).obj(), false},
+		"succeeded":                 {makePT("p").state(v1alpha1.PipelineSucceeded).obj(), false},
+		"failed":                    {makePT("p").state(v1alpha1.PipelineFailed).obj(), false},
+		"deleted":                   {makePT("p").deleting().obj(), false},
 		"new generation unobserved": {makePT("p").generation(3, 2).obj(), false},
-		"never observed":           {makePT("p").generation(1, 0).obj(), false},
+		"never observed":            {makePT("p").generation(1, 0).obj(), false},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {

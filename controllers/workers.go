@@ -148,20 +148,20 @@ func workerEnv(pt *v1alpha1.PhasedTraining, ps *v1alpha1.PhaseStatus, index, wor
 	}
 }
 
-// mergeEnv appends ours to the user's, never overriding a variable the
-// user set.
+// mergeEnv puts ours before the user's, so the user's variables can refer
+// to ours ($(RANK)), and never overrides a variable the user set.
 func mergeEnv(user, ours []corev1.EnvVar) []corev1.EnvVar {
 	set := map[string]bool{}
 	for _, e := range user {
 		set[e.Name] = true
 	}
-	out := user
+	out := make([]corev1.EnvVar, 0, len(ours)+len(user))
 	for _, e := range ours {
 		if !set[e.Name] {
 			out = append(out, e)
 		}
 	}
-	return out
+	return append(out, user...)
 }
 
 // buildService is the headless Service giving a phase attempt's workers
@@ -181,12 +181,30 @@ func buildService(pt *v1alpha1.PhasedTraining, phase *v1alpha1.Phase, ps *v1alph
 			PublishNotReadyAddresses: true,
 		},
 	}
+	// Several ports must have distinct names; unnamed ones get a stable
+	// name from number and protocol, made unique if a user name clashes.
+	used := map[string]bool{}
+	for _, c := range phase.Template.Spec.Containers {
+		for _, p := range c.Ports {
+			if p.Name != "" {
+				used[p.Name] = true
+			}
+		}
+	}
 	for _, c := range phase.Template.Spec.Containers {
 		for _, p := range c.Ports {
 			name := p.Name
 			if name == "" {
-				// Several ports must be named; a stable name from the number.
-				name = "p" + strconv.Itoa(int(p.ContainerPort))
+				proto := strings.ToLower(string(p.Protocol))
+				if proto == "" {
+					proto = "tcp"
+				}
+				base := fmt.Sprintf("p%d-%s", p.ContainerPort, proto)
+				name = base
+				for i := 2; used[name]; i++ {
+					name = fmt.Sprintf("%s-%d", base, i)
+				}
+				used[name] = true
 			}
 			svc.Spec.Ports = append(svc.Spec.Ports, corev1.ServicePort{Name: name, Port: p.ContainerPort, Protocol: p.Protocol})
 		}

@@ -9,7 +9,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/utils/ptr"
-
 )
 
 func envMap(env []corev1.EnvVar) map[string]string {
@@ -99,10 +98,10 @@ func TestBuildWorkerPodDoesNotMutateTemplate(t *testing.T) {
 
 func TestBuildWorkerPodRestartPolicy(t *testing.T) {
 	tests := map[corev1.RestartPolicy]corev1.RestartPolicy{
-		"":                             corev1.RestartPolicyNever,
-		corev1.RestartPolicyAlways:     corev1.RestartPolicyNever,
-		corev1.RestartPolicyNever:      corev1.RestartPolicyNever,
-		corev1.RestartPolicyOnFailure:  corev1.RestartPolicyOnFailure,
+		"":                            corev1.RestartPolicyNever,
+		corev1.RestartPolicyAlways:    corev1.RestartPolicyNever,
+		corev1.RestartPolicyNever:     corev1.RestartPolicyNever,
+		corev1.RestartPolicyOnFailure: corev1.RestartPolicyOnFailure,
 	}
 	for in, want := range tests {
 		t.Run("from "+string(in), func(t *testing.T) {
@@ -289,7 +288,8 @@ func TestMergeEnv(t *testing.T) {
 		"user wins, including valueFrom": {
 			user: []corev1.EnvVar{{Name: "A", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}}},
 			ours: []corev1.EnvVar{{Name: "A", Value: "1"}, {Name: "B", Value: "2"}},
-			want: []corev1.EnvVar{{Name: "A", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}}, {Name: "B", Value: "2"}},
+			// Ours come first so the user's can refer to them ($(B)).
+			want: []corev1.EnvVar{{Name: "B", Value: "2"}, {Name: "A", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}}},
 		},
 		"user empty value still wins": {
 			user: []corev1.EnvVar{{Name: "A"}},
@@ -319,8 +319,8 @@ func TestBuildService(t *testing.T) {
 			},
 			wantPorts: []corev1.ServicePort{
 				{Name: "grpc", Port: 2222, Protocol: corev1.ProtocolTCP},
-				{Name: "p29500", Port: 29500},
-				{Name: "p9090", Port: 9090, Protocol: corev1.ProtocolUDP},
+				{Name: "p29500-tcp", Port: 29500},
+				{Name: "p9090-udp", Port: 9090, Protocol: corev1.ProtocolUDP},
 			},
 		},
 	}
@@ -355,7 +355,6 @@ func TestBuildService(t *testing.T) {
 
 // A Service's ports must have unique names when there are several.
 func TestBuildServicePortNamesUnique(t *testing.T) {
-	skipBug(t, "workers.go:189: buildService names every unnamed port \"p<number>\", so the same number on TCP and UDP (or a user port already named \"p<number>\") gives two ServicePorts the same name and the API server rejects the Service")
 	pt := makePT("job").phase("train", 1).tmpl(func(p *corev1.PodTemplateSpec) {
 		p.Spec.Containers[0].Ports = []corev1.ContainerPort{
 			{ContainerPort: 5353, Protocol: corev1.ProtocolTCP},
@@ -382,10 +381,10 @@ func TestWorkerDNSNamesValid(t *testing.T) {
 		pod := buildWorkerPod(pt, &pt.Spec.Phases[0], &ps, 9999, "n1", 10000)
 		svc := buildService(pt, &pt.Spec.Phases[0], &ps)
 		for what, errs := range map[string][]string{
-			"pod name":   validation.IsDNS1123Subdomain(pod.Name),
-			"hostname":   validation.IsDNS1123Label(pod.Spec.Hostname),
-			"subdomain":  validation.IsDNS1123Label(pod.Spec.Subdomain),
-			"service":    validation.IsDNS1035Label(svc.Name),
+			"pod name":       validation.IsDNS1123Subdomain(pod.Name),
+			"hostname":       validation.IsDNS1123Label(pod.Spec.Hostname),
+			"subdomain":      validation.IsDNS1123Label(pod.Spec.Subdomain),
+			"service":        validation.IsDNS1035Label(svc.Name),
 			"pipeline label": validation.IsValidLabelValue(pod.Labels[LabelPipeline]),
 		} {
 			if len(errs) > 0 {

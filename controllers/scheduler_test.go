@@ -1,0 +1,73 @@
+package controllers
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/phasegang/phasegang/apis/v1alpha1"
+)
+
+func TestSetReservation(t *testing.T) {
+	tests := map[string]struct {
+		assignments []string
+		prior       map[string]int32
+		want        map[string]int32
+	}{
+		"none":                  {want: map[string]int32{}},
+		"one node":              {assignments: []string{"n1", "n1"}, want: map[string]int32{"n1": 2}},
+		"several nodes":         {assignments: []string{"n2", "n1", "n2", "n3"}, want: map[string]int32{"n1": 1, "n2": 2, "n3": 1}},
+		"stale entries dropped": {assignments: []string{"n1"}, prior: map[string]int32{"gone": 4, "n1": 9}, want: map[string]int32{"n1": 1}},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			ps := &v1alpha1.PhaseStatus{Assignments: tc.assignments, Reservation: tc.prior,
+				Workers: v1alpha1.WorkerCounts{Min: 1, Desired: 5, Granted: 7, Running: 3}}
+			setReservation(ps)
+			if d := cmp.Diff(tc.want, ps.Reservation); d != "" {
+				t.Errorf("reservation (-want +got):\n%s", d)
+			}
+			want := v1alpha1.WorkerCounts{Min: 1, Desired: 5, Granted: int32(len(tc.assignments)), Running: 3}
+			if d := cmp.Diff(want, ps.Workers); d != "" {
+				t.Errorf("workers (-want +got):\n%s", d)
+			}
+		})
+	}
+}
+
+func TestReservationText(t *testing.T) {
+	tests := map[string]struct {
+		in   map[string]int32
+		want string
+	}{
+		"empty":          {nil, ""},
+		"one":            {map[string]int32{"n1": 2}, "n1×2"},
+		"sorted by node": {map[string]int32{"n2": 1, "a": 3, "n10": 4}, "a×3, n10×4, n2×1"},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			if got := reservationText(tc.in); got != tc.want {
+				t.Errorf("got %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestPhaseLabel(t *testing.T) {
+	tests := map[string]struct {
+		ps   v1alpha1.PhaseStatus
+		want string
+	}{
+		"plain":     {queued("train"), "train"},
+		"iteration": {withAttempt(queued("train"), 2, 0), "train (iteration 2)"},
+		"attempt":   {withAttempt(queued("train"), 0, 1), "train (attempt 1)"},
+		"both":      {withAttempt(queued("train"), 2, 1), "train (iteration 2) (attempt 1)"},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			if got := phaseLabel(&tc.ps); got != tc.want {
+				t.Errorf("got %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
