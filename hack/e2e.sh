@@ -12,14 +12,14 @@ cleanup() {
 	code=$?
 	if [ "$code" -ne 0 ] && [ -d "$dir/logs" ]; then
 		echo "e2e failed; control-plane logs: $dir/logs, controller logs: $E2E_ARTIFACTS" >&2
-		test/cluster/down.sh --dir "$dir" --keep-logs || true
+		bash test/cluster/down.sh --dir "$dir" --keep-logs || true
 	else
-		test/cluster/down.sh --dir "$dir" || true
+		bash test/cluster/down.sh --dir "$dir" || true
 	fi
 	exit "$code"
 }
 trap cleanup EXIT
-test/cluster/up.sh --nodes 2 --gpus 8 --dir "$dir"
+bash test/cluster/up.sh --nodes 2 --gpus 8 --dir "$dir"
 # shellcheck disable=SC1091
 source "$dir/env"
 go test -tags e2e -count=1 -timeout 30m -v ${E2E_ARGS:-} ./test/e2e/...

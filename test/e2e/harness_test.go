@@ -78,11 +78,20 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "e2e: installing the CRD:", err)
 		return 1
 	}
-	wait := exec.Command("kubectl", "wait", "--for=condition=Established", "crd/phasedtrainings.phasegang.dev", "--timeout=60s")
-	wait.Stdout, wait.Stderr = os.Stderr, os.Stderr
-	if err := wait.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "e2e: CRD not established:", err)
-		return 1
+	// The CRD serves once Established; a fresh one has no conditions yet,
+	// so poll with a list instead of `kubectl wait`.
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		var list v1alpha1.PhasedTrainingList
+		err := k8s.List(context.Background(), &list)
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			fmt.Fprintln(os.Stderr, "e2e: the PhasedTraining API is not served:", err)
+			return 1
+		}
+		time.Sleep(300 * time.Millisecond)
 	}
 	controller = startController()
 	code := m.Run()
