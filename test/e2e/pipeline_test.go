@@ -6,6 +6,8 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
+	"regexp"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -261,8 +263,10 @@ func TestControllerRestart(t *testing.T) {
 				n++
 			}
 		}
-		before = get(t, pt).Status.Phases[0].Assignments
-		return n == 8, nil
+		if ps := get(t, pt).Status.Phases; len(ps) > 0 {
+			before = ps[0].Assignments
+		}
+		return n == 8 && len(before) == 8, nil
 	})
 	controller.kill()
 	time.Sleep(2 * time.Second)
@@ -304,7 +308,11 @@ func TestNodeDeleted(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, 60*time.Second, "train reserved again on another node", func() (bool, error) {
-		ps := get(t, pt).Status.Phases[0]
+		phases := get(t, pt).Status.Phases
+		if len(phases) == 0 {
+			return false, nil
+		}
+		ps := phases[0]
 		return len(ps.Assignments) == 4 && ps.Assignments[0] != first, fmt.Errorf("%+v", ps.Assignments)
 	})
 	done := waitState(t, pt, v1alpha1.PipelineSucceeded, 90*time.Second)
@@ -335,11 +343,25 @@ func TestInvalidSpecsRejected(t *testing.T) {
 					want = strings.TrimSpace(s)
 				}
 			}
+			if strings.Contains(want, " kind ") {
+				t.Skip("a stream mixing kinds is refused by `phasegang validate`; kubectl creates each document on its own by design")
+			}
 			pts, err := v1alpha1.Decode(data)
-			if len(pts) == 0 {
-				// Not even decodable as a PhasedTraining: the API server
-				// would refuse the same bytes; nothing to send.
-				t.Skipf("does not decode (%v): rejected before any API call", err)
+			if err != nil || len(pts) == 0 {
+				// Not a well-formed PhasedTraining (an unknown field, another
+				// kind): send the bytes as a user would, with kubectl, and
+				// expect the API server (strict field validation) to refuse.
+				cmd := exec.Command("kubectl", "create", "-n", ns, "-f", "-")
+				cmd.Stdin = strings.NewReader(regexp.MustCompile(`(?m)^(\s*)namespace: .*$`).ReplaceAllString(string(data), "${1}namespace: "+ns))
+				out, kerr := cmd.CombinedOutput()
+				if kerr == nil {
+					t.Fatalf("kubectl create accepted it: %s", out)
+				}
+				if _, field, ok := strings.Cut(want, "unknown field "); ok && !strings.Contains(string(out), field) {
+					t.Errorf("kubectl says %q, want it to name %s", out, field)
+				}
+				t.Logf("rejected by the API server: %s", strings.TrimSpace(string(out)))
+				return
 			}
 			pt := pts[0]
 			pt.Namespace = ns
