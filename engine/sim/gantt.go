@@ -166,7 +166,7 @@ func WriteGantt(w io.Writer, r *Result, nodes []string, gpusPerNode map[string]i
 	var open string
 	for _, i := range order {
 		it := l.items[i]
-		c := ganttHex(l.color(it.iv.Pipeline, it.iv.Phase))
+		c := ganttHex(l.colorOf(it.iv))
 		if c != open {
 			if open != "" {
 				svg.s("</g>\n")
@@ -251,7 +251,7 @@ func WritePNG(w io.Writer, r *Result, nodes []string, gpusPerNode map[string]int
 		inset = 1
 	}
 	for _, it := range l.items {
-		c := l.color(it.iv.Pipeline, it.iv.Phase)
+		c := l.colorOf(it.iv)
 		x0 := int(math.Floor(l.x(it.iv.Start)))
 		x1 := max(int(math.Round(l.x(it.iv.End))), x0+1)
 		top := l.bands[it.band].y
@@ -475,6 +475,16 @@ func (l *ganttLayout) bandPitch() int {
 	return max(p, 1)
 }
 
+// colorOf is an interval's colour: its pipeline's hue and phase's
+// lightness, washed out for a worker that only held its GPU (per-pod's
+// partial gangs).
+func (l *ganttLayout) colorOf(iv *Interval) color.NRGBA {
+	if iv.Idle {
+		return hsl(pipelineHue(iv.Pipeline), 0.15, 0.82)
+	}
+	return l.color(iv.Pipeline, iv.Phase)
+}
+
 func (l *ganttLayout) color(pipeline, phase string) color.NRGBA {
 	lt, ok := l.light[phase]
 	if !ok {
@@ -600,6 +610,9 @@ func ganttTooltip(iv *Interval) string {
 		ganttClock(iv.Start), ganttClock(iv.End), iv.Node)
 	if iv.GPUs != 1 {
 		s += fmt.Sprintf(", %s GPUs", strconv.FormatFloat(iv.GPUs, 'f', -1, 64))
+	}
+	if iv.Idle {
+		s += " (idle: holding its GPU while waiting for the rest of its gang)"
 	}
 	return s
 }
