@@ -206,7 +206,7 @@ func TestElastic(t *testing.T) {
 	// on the elastic gang's node.
 	old := makePT(ns, "old").
 		phase("prep", 1, 1, worker("pool-c-prep", 1, 20, "")).
-		phase("train", 4, 4, worker("pool-c", 1, 5, ""), "prep").create(t)
+		phase("train", 4, 4, worker("pool-c", 1, 25, ""), "prep").create(t)
 	time.Sleep(1100 * time.Millisecond) // a strictly younger creation time
 	blocker := makePT(ns, "blocker").phase("train", 5, 5, worker("pool-c", 1, 8, "")).create(t)
 	eventually(t, 30*time.Second, "blocker running", func() (bool, error) {
@@ -233,17 +233,23 @@ func TestElastic(t *testing.T) {
 	eventually(t, 60*time.Second, "elastic to shrink to 4 for the older pipeline's train", func() (bool, error) {
 		return granted() == 4, fmt.Errorf("granted %d", granted())
 	})
-	waitState(t, old, v1alpha1.PipelineSucceeded, 60*time.Second)
-	// Surplus pods were deleted highest index first: 0..3 remain.
-	for _, p := range pods(t, ns, map[string]string{"phasegang.dev/pipeline": "elastic"}) {
-		if p.DeletionTimestamp == nil && p.Status.Phase == corev1.PodRunning {
+	// While the older train runs (25 s), the surplus pods are gone:
+	// deleted highest index first, workers 0..3 keep running.
+	eventually(t, 20*time.Second, "the surplus pods 4..7 to be deleted", func() (bool, error) {
+		var left []string
+		for _, p := range pods(t, ns, map[string]string{"phasegang.dev/pipeline": "elastic"}) {
 			var i int
 			fmt.Sscan(p.Labels["phasegang.dev/worker-index"], &i)
-			if i >= 4 {
-				t.Errorf("surplus worker %d still running after the shrink", i)
+			if i >= 4 && p.DeletionTimestamp == nil && p.Status.Phase == corev1.PodRunning {
+				left = append(left, p.Name)
 			}
 		}
+		return len(left) == 0, fmt.Errorf("still running: %v", left)
+	})
+	if g := granted(); g != 4 {
+		t.Errorf("elastic holds %d workers while the older train runs, want 4", g)
 	}
+	waitState(t, old, v1alpha1.PipelineSucceeded, 60*time.Second)
 	waitState(t, elastic, v1alpha1.PipelineSucceeded, 120*time.Second)
 }
 
