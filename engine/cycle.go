@@ -21,9 +21,27 @@ import (
 //  4. explain: every gang still queued gets a Wait with the numbers.
 func (s *State) cycle(now time.Time) Plan {
 	var plan Plan
+	s.cycles++
 	s.releasePending(&plan)
 	s.sumFree()
 	donors := s.donors()
+	var infeasible []*gangReq
+	reportInfeasible := func(gr *gangReq) {
+		if gr.reported != s.cycles {
+			gr.reported = s.cycles
+			infeasible = append(infeasible, gr)
+		}
+	}
+	// A gang that can never fit is reported in the cycle after it came,
+	// wherever the walk below stops.
+	for _, gr := range s.fresh {
+		if !gr.removed {
+			if s.class(gr); gr.infeasible != "" {
+				reportInfeasible(gr)
+			}
+		}
+	}
+	s.fresh = s.fresh[:0]
 
 	reserved := map[GangKey]int{} // gang → index in plan.Reserves
 	var blocked []*gangReq
@@ -35,11 +53,18 @@ func (s *State) cycle(now time.Time) Plan {
 	// freed (only a reclaim frees it mid-cycle) a gang of the same shape
 	// and at least that min cannot fit either, and one behind it has no
 	// more surplus to reclaim: skip it without scanning the nodes.
-	failedMin := map[string]int32{}
+	failedMin := make([]int32, len(s.shapes)) // 0: no failure yet
 	kept := s.order[:0]
-	for _, gr := range s.order {
+	for i, gr := range s.order {
 		if gr.removed {
 			continue
+		}
+		if s.cfg.SkipWaiting && head != nil && s.nothingFits(failedMin) {
+			// Every queued shape has failed at its smallest size: nothing
+			// further in the queue can fit this cycle. Nobody reads the
+			// explanations (SkipWaiting), so stop walking.
+			kept = append(kept, s.order[i:]...)
+			break
 		}
 		if now.Before(gr.req.NotBefore) {
 			backoff = append(backoff, gr)
@@ -48,12 +73,12 @@ func (s *State) cycle(now time.Time) Plan {
 		}
 		c := s.class(gr)
 		if gr.infeasible != "" {
-			plan.Infeasible = append(plan.Infeasible, Infeasible{Gang: gr.req.Gang, Message: gr.infeasible})
+			reportInfeasible(gr)
 			kept = append(kept, gr)
 			continue
 		}
 		var nodes []int32
-		if m, failed := failedMin[gr.shapeKey]; !failed || gr.req.Min < m {
+		if m := failedMin[gr.shape]; m == 0 || gr.req.Min < m {
 			var fence []bool
 			if head != nil {
 				fence = fenced
@@ -66,15 +91,15 @@ func (s *State) cycle(now time.Time) Plan {
 				}
 			}
 			if nodes == nil {
-				failedMin[gr.shapeKey] = gr.req.Min
+				failedMin[gr.shape] = gr.req.Min
 			}
 		}
 		if nodes != nil {
 			g := &grantState{gangReq: *gr}
 			g.removed = false
 			s.take(g, nodes)
-			s.grants[gr.req.Gang] = g
-			delete(s.queue, gr.req.Gang)
+			s.addGrant(g)
+			s.dequeue(gr)
 			reserved[gr.req.Gang] = len(plan.Reserves)
 			plan.Reserves = append(plan.Reserves, Reservation{Gang: gr.req.Gang, Workers: s.workerPlacements(0, nodes)})
 			continue
@@ -90,6 +115,10 @@ func (s *State) cycle(now time.Time) Plan {
 	}
 	clear(s.order[len(kept):])
 	s.order = kept
+	slices.SortFunc(infeasible, func(a, b *gangReq) int { return compareQueue(&a.req, &b.req) })
+	for _, gr := range infeasible {
+		plan.Infeasible = append(plan.Infeasible, Infeasible{Gang: gr.req.Gang, Message: gr.infeasible})
+	}
 	if fenced == nil {
 		s.fence = nil
 	}
@@ -102,12 +131,23 @@ func (s *State) cycle(now time.Time) Plan {
 	return plan
 }
 
+// nothingFits reports whether every shape with queued gangs has failed, in
+// this cycle, at a size no larger than the smallest ever queued with it.
+func (s *State) nothingFits(failedMin []int32) bool {
+	for shape, n := range s.shapeQueued {
+		if n > 0 && (failedMin[shape] == 0 || failedMin[shape] > s.shapeMinMin[shape]) {
+			return false
+		}
+	}
+	return true
+}
+
 // donors lists the grants with elastic surplus (workers above min), the
 // youngest (or lowest-priority) first: the order in which surplus is
 // reclaimed.
 func (s *State) donors() []*grantState {
 	var out []*grantState
-	for _, g := range s.grants {
+	for _, g := range s.elastic {
 		if int32(len(g.workers)) > g.req.Min {
 			if _, releasing := s.pendingRelease[g.req.Gang]; !releasing {
 				out = append(out, g)
@@ -129,7 +169,7 @@ func (s *State) releasePending(plan *Plan) {
 		pr := s.pendingRelease[k]
 		if g, ok := s.grants[k]; ok {
 			s.unreserve(g, len(g.workers))
-			delete(s.grants, k)
+			s.dropGrant(k)
 			plan.Releases = append(plan.Releases, Release{Gang: k, Reason: pr.reason, Message: pr.message})
 		}
 		delete(s.pendingRelease, k)
@@ -166,7 +206,7 @@ func (s *State) workerPlacements(first int, nodes []int32) []WorkerPlacement {
 // an older or higher-priority waiting gang needs.
 func (s *State) grow(plan *Plan, blocked []*gangReq, reserved map[GangKey]int) {
 	var cands []*grantState
-	for _, g := range s.grants {
+	for _, g := range s.elastic {
 		if int32(len(g.workers)) < g.req.Desired {
 			cands = append(cands, g)
 		}
@@ -285,7 +325,7 @@ func (s *State) fenceFor(head *gangReq, c *nodeClass) []bool {
 		}
 		return max(k, 0)
 	}
-	inClass := map[int32]bool{}
+	inClass := make([]bool, len(s.nodes))
 	for _, i := range c.nodes {
 		inClass[i] = true
 	}
@@ -294,7 +334,7 @@ func (s *State) fenceFor(head *gangReq, c *nodeClass) []bool {
 		var sum int64
 		for _, name := range s.fence.Nodes {
 			i, ok := s.nodeIdx[name]
-			if !ok || !inClass[int32(i)] {
+			if !ok || !inClass[i] {
 				sum = -1
 				break
 			}

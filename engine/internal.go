@@ -3,6 +3,7 @@ package engine
 import (
 	"cmp"
 	"fmt"
+	"math"
 	"slices"
 	"sort"
 	"strings"
@@ -36,11 +37,15 @@ type gangReq struct {
 	fp       []dimAmt
 	fpKey    string
 	classKey string
-	// shapeKey is classKey + fpKey: gangs of one shape fit or fail alike.
+	// shapeKey is classKey + fpKey: gangs of one shape fit or fail alike;
+	// shape is its interned number.
 	shapeKey string
+	shape    int32
 	// removed marks an entry of State.order that left the queue; the next
 	// cycle compacts it away.
 	removed bool
+	// reported is the last cycle that listed it as Infeasible.
+	reported int
 	// class and infeasible cache the node class and the empty-cluster
 	// verdict for nodesVersion.
 	class        *nodeClass
@@ -69,6 +74,18 @@ type nodeClass struct {
 	rejectedAffinity, rejectedTaint, rejectedCordon int
 	// infeasible caches the empty-cluster check per footprint and min.
 	infeasible map[string]string
+}
+
+func (s *State) addGrant(g *grantState) {
+	s.grants[g.req.Gang] = g
+	if g.req.Desired > g.req.Min {
+		s.elastic[g.req.Gang] = g
+	}
+}
+
+func (s *State) dropGrant(key GangKey) {
+	delete(s.grants, key)
+	delete(s.elastic, key)
 }
 
 func nodeLostMessage(name string) string { return "node " + name + " was removed" }
@@ -177,6 +194,14 @@ func (s *State) newGangReq(r Request) *gangReq {
 	gr.fpKey = b.String()
 	gr.classKey = constraintsKey(r.Constraints)
 	gr.shapeKey = gr.classKey + "\x00" + gr.fpKey
+	id, ok := s.shapes[gr.shapeKey]
+	if !ok {
+		id = int32(len(s.shapes))
+		s.shapes[gr.shapeKey] = id
+		s.shapeQueued = append(s.shapeQueued, 0)
+		s.shapeMinMin = append(s.shapeMinMin, math.MaxInt32)
+	}
+	gr.shape = id
 	gr.nodesVersion = -1
 	return gr
 }
@@ -199,7 +224,7 @@ func (s *State) restoreGrant(g Grant) {
 		gs.lostNode, lost = g.LostNode, true
 	}
 	s.reserveWorkers(gs, gs.workers)
-	s.grants[g.Gang] = gs
+	s.addGrant(gs)
 	switch {
 	case lost:
 		s.pendingRelease[g.Gang] = pendingRelease{reason: ReleaseNodeLost, message: nodeLostMessage(gs.lostNode)}

@@ -23,7 +23,22 @@ type State struct {
 	nodeIdx map[string]int
 
 	grants map[GangKey]*grantState
-	queue  map[GangKey]*gangReq
+	// elastic holds the grants with desired > min: the only ones that can
+	// grow or give surplus, so those passes never walk every grant.
+	elastic map[GangKey]*grantState
+	queue   map[GangKey]*gangReq
+	// shapes interns gangReq.shapeKey to a small integer per shape;
+	// shapeQueued counts the queued gangs of each shape and shapeMinMin is
+	// the smallest min ever queued with it: together they tell when no
+	// queued gang can fit any more, so a cycle can stop walking the queue.
+	shapes      map[string]int32
+	shapeQueued []int
+	shapeMinMin []int32
+	// fresh holds gangs submitted since the last cycle, so a gang that can
+	// never fit is reported at once even if the walk stops before it.
+	fresh []*gangReq
+	// cycles counts cycles (to report a gang once per cycle).
+	cycles int
 	// order holds the queue in queue order, kept sorted on insert so a
 	// cycle does not sort thousands of gangs again; entries that left the
 	// queue are marked removed and compacted by the next cycle.
@@ -59,7 +74,9 @@ func NewState(cfg Config, nodes []Node, ledger []Grant) *State {
 		dims:           map[ResourceName]int{},
 		nodeIdx:        map[string]int{},
 		grants:         map[GangKey]*grantState{},
+		elastic:        map[GangKey]*grantState{},
 		queue:          map[GangKey]*gangReq{},
+		shapes:         map[string]int32{},
 		pendingRelease: map[GangKey]pendingRelease{},
 		classes:        map[string]*nodeClass{},
 	}
@@ -93,9 +110,7 @@ func Schedule(cfg Config, snap Snapshot) Plan {
 			continue
 		}
 		s.Withdraw(r.Gang)
-		gr := s.newGangReq(r)
-		s.queue[r.Gang] = gr
-		s.order = append(s.order, gr)
+		s.order = append(s.order, s.enqueue(r))
 	}
 	slices.SortStableFunc(s.order, func(a, b *gangReq) int { return compareQueue(&a.req, &b.req) })
 	s.fence = snap.Fence
@@ -109,17 +124,32 @@ func (s *State) Submit(r Request) {
 		return
 	}
 	s.Withdraw(r.Gang)
-	gr := s.newGangReq(r)
-	s.queue[r.Gang] = gr
+	gr := s.enqueue(r)
 	i, _ := slices.BinarySearchFunc(s.order, gr, func(a, b *gangReq) int { return compareQueue(&a.req, &b.req) })
 	s.order = slices.Insert(s.order, i, gr)
+}
+
+// enqueue adds a request to the queue's index (not to order).
+func (s *State) enqueue(r Request) *gangReq {
+	gr := s.newGangReq(r)
+	s.queue[r.Gang] = gr
+	s.shapeQueued[gr.shape]++
+	s.shapeMinMin[gr.shape] = min(s.shapeMinMin[gr.shape], r.Min)
+	s.fresh = append(s.fresh, gr)
+	return gr
+}
+
+// dequeue removes a queued gang from the index; order drops it lazily.
+func (s *State) dequeue(gr *gangReq) {
+	gr.removed = true
+	delete(s.queue, gr.req.Gang)
+	s.shapeQueued[gr.shape]--
 }
 
 // Withdraw removes a queued gang (its pipeline was deleted or failed).
 func (s *State) Withdraw(key GangKey) {
 	if gr, ok := s.queue[key]; ok {
-		gr.removed = true
-		delete(s.queue, key)
+		s.dequeue(gr)
 	}
 }
 
@@ -131,7 +161,7 @@ func (s *State) Release(key GangKey) bool {
 		return false
 	}
 	s.unreserve(g, len(g.workers))
-	delete(s.grants, key)
+	s.dropGrant(key)
 	delete(s.pendingRelease, key)
 	return true
 }

@@ -62,6 +62,18 @@ type PhaseRecord struct {
 	Nodes                  []string
 	Failed                 bool
 	Grows, Shrinks         int
+	// GPUs is what one worker requests.
+	GPUs float64
+	// Resizes lists the gang's grows and shrinks, in order.
+	Resizes []Resize
+}
+
+// Resize is one grow or shrink of a running gang.
+type Resize struct {
+	At time.Duration
+	// Workers is the gang's size after it.
+	Workers int32
+	Grow    bool
 }
 
 // Result is a run's outcome and metrics.

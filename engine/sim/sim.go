@@ -162,6 +162,7 @@ type phaseRun struct {
 	queued  time.Duration
 	grows   int
 	shrinks int
+	resizes []Resize
 }
 
 type simulator struct {
@@ -497,6 +498,7 @@ func (s *simulator) cycle() bool {
 		if r := s.runs[sh.Gang]; r != nil {
 			s.resize(r, -len(sh.Workers), nil)
 			r.shrinks++
+			r.resizes = append(r.resizes, Resize{At: s.now, Workers: int32(len(r.nodes))})
 			changed = true
 		}
 	}
@@ -514,6 +516,7 @@ func (s *simulator) cycle() bool {
 			}
 			s.resize(r, len(g.Workers), nodes)
 			r.grows++
+			r.resizes = append(r.resizes, Resize{At: s.now, Workers: int32(len(r.nodes)), Grow: true})
 			changed = true
 		}
 	}
@@ -719,6 +722,7 @@ func (s *simulator) end(r *phaseRun, failed bool) {
 			Pipeline: p.name, Instance: r.inst, Queued: r.queued, Started: r.started, Ended: s.now,
 			Workers: n, Min: p.c.pl.Phase(r.inst.Name).Min(), Desired: p.c.pl.Phase(r.inst.Name).Desired(),
 			Nodes: r.nodes, Failed: failed, Grows: r.grows, Shrinks: r.shrinks,
+			GPUs: r.gpus, Resizes: r.resizes,
 		})
 	}
 	s.dirty[p] = true
