@@ -97,6 +97,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	now := r.Clock.Now()
 	st := pt.Status.DeepCopy()
+	if st.TraceID == "" {
+		// The pipeline's trace identity is chosen once and persisted, so
+		// a restarted controller continues the same trace.
+		st.TraceID, st.TraceParentSpanID = NewTraceIdentity(pt.Annotations[TraceparentAnnotation])
+	}
 	pl, errs := r.compile(pt)
 	if len(errs) > 0 {
 		return ctrl.Result{}, r.markInvalid(ctx, pt, st, errs)
@@ -113,6 +118,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	obs := observe(pt, pl, st, pods, now)
 	step := pl.Next(st, obs, now)
 	pl.Apply(st, step, now)
+	recordHistory(st, step, now)
 	if step.State == v1alpha1.PipelineFailed {
 		stopRemaining(st, now, "stopped: "+step.Message)
 	}

@@ -40,7 +40,6 @@ type Scheduler struct {
 	// (backoffs and the starvation bound are time-based).
 	Interval time.Duration
 	Metrics  *Metrics
-	Tracer   PhaseTracer
 
 	trigger chan struct{}
 	once    sync.Once
@@ -226,6 +225,7 @@ func (s *Scheduler) Cycle(ctx context.Context) error {
 		// are not spent on the cluster's fault.
 		c := touch(ref)
 		ps := &c.status.Phases[ref.index]
+		ps.AddHistory(v1alpha1.PhaseEvent{Time: stamp, Type: v1alpha1.PhaseEventNodeLost, Message: rel.Message})
 		ps.State, ps.Message = v1alpha1.PhaseQueued, rel.Message+"; the gang was released and queued again"
 		ps.Assignments, ps.Reservation, ps.ReservedTime, ps.StartTime = nil, nil, nil, nil
 		ps.Workers.Granted, ps.Workers.Running = 0, 0
@@ -241,6 +241,8 @@ func (s *Scheduler) Cycle(ctx context.Context) error {
 		ps := &c.status.Phases[ref.index]
 		ps.Assignments = ps.Assignments[:len(ps.Assignments)-len(shr.Workers)]
 		setReservation(ps)
+		ps.AddHistory(v1alpha1.PhaseEvent{Time: stamp, Type: v1alpha1.PhaseEventShrink, Workers: ps.Workers.Granted,
+			Message: fmt.Sprintf("gave back %d surplus workers for %s", len(shr.Workers), shr.For.Pipeline)})
 		c.events = append(c.events, pendingEvent{corev1.EventTypeNormal, "Shrunk", fmt.Sprintf("phase %s gave back %d surplus workers (now %d) for %s", phaseLabel(ps), len(shr.Workers), len(ps.Assignments), shr.For.Pipeline)})
 		if s.Metrics != nil {
 			s.Metrics.Shrinks.Inc()
@@ -260,7 +262,7 @@ func (s *Scheduler) Cycle(ctx context.Context) error {
 		}
 		setReservation(ps)
 		ps.ReservedTime, ps.StartTime, ps.NotBefore = &stamp, nil, nil
-		waited := ps.WaitingFor
+		ps.AddHistory(v1alpha1.PhaseEvent{Time: stamp, Type: v1alpha1.PhaseEventReserved, Workers: ps.Workers.Granted, Message: ps.WaitingFor})
 		ps.WaitingFor, ps.Message = "", ""
 		meta.SetStatusCondition(&c.status.Conditions, metav1.Condition{Type: string(v1alpha1.ConditionInfeasible), Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonGangReserved, Message: "the gang fits"})
 		c.events = append(c.events, pendingEvent{corev1.EventTypeNormal, "Reserved", fmt.Sprintf("phase %s: reserved %d workers on %s", phaseLabel(ps), len(rv.Workers), reservationText(ps.Reservation))})
@@ -269,9 +271,6 @@ func (s *Scheduler) Cycle(ctx context.Context) error {
 			if ps.QueuedTime != nil {
 				s.Metrics.Wait.WithLabelValues(ps.Name).Observe(now.Sub(ps.QueuedTime.Time).Seconds())
 			}
-		}
-		if s.Tracer != nil {
-			s.Tracer.Reserved(ctx, ref.pt, ps, waited, now)
 		}
 	}
 	for _, g := range plan.Grows {
@@ -287,6 +286,8 @@ func (s *Scheduler) Cycle(ctx context.Context) error {
 			}
 		}
 		setReservation(ps)
+		ps.AddHistory(v1alpha1.PhaseEvent{Time: stamp, Type: v1alpha1.PhaseEventGrow, Workers: ps.Workers.Granted,
+			Message: fmt.Sprintf("grew by %d workers", len(g.Workers))})
 		c.events = append(c.events, pendingEvent{corev1.EventTypeNormal, "Grown", fmt.Sprintf("phase %s grew by %d workers (now %d)", phaseLabel(ps), len(g.Workers), len(ps.Assignments))})
 	}
 	for _, w := range plan.Waiting {

@@ -24,14 +24,16 @@ func Scheme() *runtime.Scheme {
 type Options struct {
 	Engine   engine.Config
 	Interval time.Duration
-	Tracer   PhaseTracer
+	// Tracer, if set, is told of every status step the reconciler stores
+	// (NewOTelTracer exports them as OpenTelemetry spans).
+	Tracer PhaseTracer
 }
 
 // Setup adds phasegang's scheduler and reconciler to a manager.
 func Setup(mgr ctrl.Manager, o Options) error {
 	m := NewMetrics(nil)
 	rec := mgr.GetEventRecorder("phasegang")
-	sched := &Scheduler{Client: mgr.GetClient(), Recorder: rec, Config: o.Engine, Interval: o.Interval, Metrics: m, Tracer: o.Tracer}
+	sched := &Scheduler{Client: mgr.GetClient(), Recorder: rec, Config: o.Engine, Interval: o.Interval, Metrics: m}
 	if err := sched.SetupWithManager(mgr); err != nil {
 		return err
 	}

@@ -261,6 +261,13 @@ type PhasedTrainingStatus struct {
 	// controller continues the same trace.
 	// +optional
 	TraceID string `json:"traceID,omitempty"`
+
+	// traceParentSpanID is the span id (16 lowercase hex digits) of the
+	// caller's span named by the phasegang.dev/traceparent annotation when
+	// traceID was taken from it: the pipeline's root span is its child. Empty
+	// when the trace was started by phasegang.
+	// +optional
+	TraceParentSpanID string `json:"traceParentSpanID,omitempty"`
 }
 
 // PipelineState is the one-word summary of a PhasedTraining.
@@ -352,7 +359,60 @@ type PhaseStatus struct {
 	// endTime is when the phase ended.
 	// +optional
 	EndTime *metav1.Time `json:"endTime,omitempty"`
+	// history lists what happened to this attempt's gang, oldest first: its
+	// grants, grows, shrinks, start timeouts, lost nodes and, for a retry,
+	// why it was queued. At most MaxPhaseHistory entries are kept (the
+	// newest); the trace shows them as span events.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=16
+	History []PhaseEvent `json:"history,omitempty"`
 }
+
+// MaxPhaseHistory bounds PhaseStatus.History.
+const MaxPhaseHistory = 16
+
+// PhaseEvent is one entry of a phase attempt's history.
+type PhaseEvent struct {
+	// time is when it happened.
+	// +required
+	Time metav1.Time `json:"time"`
+	// type is what happened: Reserved, Grow, Shrink, StartTimeout, NodeLost
+	// or Retry.
+	// +required
+	Type PhaseEventType `json:"type"`
+	// workers is the gang's size after the event (0 when it lost its gang).
+	// +optional
+	Workers int32 `json:"workers,omitempty"`
+	// message says more; for Reserved it is what the gang waited for.
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	Message string `json:"message,omitempty"`
+}
+
+// PhaseEventType says what a PhaseEvent records.
+// +kubebuilder:validation:Enum=Reserved;Grow;Shrink;StartTimeout;NodeLost;Retry
+type PhaseEventType string
+
+// Phase event types.
+const (
+	// PhaseEventReserved: the gang was granted; message is the waitingFor
+	// text the queued gang last showed.
+	PhaseEventReserved PhaseEventType = "Reserved"
+	// PhaseEventGrow: an elastic gang got more workers.
+	PhaseEventGrow PhaseEventType = "Grow"
+	// PhaseEventShrink: an elastic gang gave back surplus workers.
+	PhaseEventShrink PhaseEventType = "Shrink"
+	// PhaseEventStartTimeout: the gang did not start in time; it was
+	// released and the attempt queued again.
+	PhaseEventStartTimeout PhaseEventType = "StartTimeout"
+	// PhaseEventNodeLost: a node of the gang was lost; the gang was
+	// released and the attempt queued again.
+	PhaseEventNodeLost PhaseEventType = "NodeLost"
+	// PhaseEventRetry: this attempt (> 0) was queued because the previous
+	// one failed.
+	PhaseEventRetry PhaseEventType = "Retry"
+)
 
 // WorkerCounts counts a gang's workers.
 type WorkerCounts struct {

@@ -1,6 +1,8 @@
 package v1alpha1
 
 import (
+	"strings"
+
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -42,4 +44,16 @@ func (s *PhasedTrainingStatus) Phase(name string, iteration int32) *PhaseStatus 
 		}
 	}
 	return found
+}
+
+// AddHistory appends an event to the attempt's history, keeping the newest
+// MaxPhaseHistory entries. A message longer than the API's bound is cut.
+func (ps *PhaseStatus) AddHistory(e PhaseEvent) {
+	if len(e.Message) > 1024 {
+		e.Message = strings.ToValidUTF8(e.Message[:1021], "") + "..."
+	}
+	ps.History = append(ps.History, e)
+	if n := len(ps.History) - MaxPhaseHistory; n > 0 {
+		ps.History = append([]PhaseEvent(nil), ps.History[n:]...)
+	}
 }

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"time"
@@ -37,7 +38,13 @@ status first), and the reconciler that runs the pipelines' worker pods.
 
 It reads KUBECONFIG (or --kubeconfig), or the in-cluster service account.
 Metrics are served in the Prometheus format on --metrics-bind-address,
-health and readiness on --health-probe-bind-address (/healthz, /readyz).`,
+health and readiness on --health-probe-bind-address (/healthz, /readyz).
+
+Tracing is configured by the standard OpenTelemetry environment only: set
+OTEL_EXPORTER_OTLP_ENDPOINT (or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) to export
+one trace per PhasedTraining over OTLP; OTEL_EXPORTER_OTLP_PROTOCOL is grpc or
+http/protobuf (default), OTEL_SERVICE_NAME defaults to "phasegang",
+OTEL_SDK_DISABLED=true turns it off. See docs/tracing.md.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runController(f) },
 	}
@@ -74,9 +81,25 @@ func runController(f *controllerFlags) error {
 	if err != nil {
 		return err
 	}
+	tracing, err := controllers.TracingFromEnv(context.Background())
+	if err != nil {
+		return err
+	}
+	defer func() {
+		// Flush the spans still in the batch processor.
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := tracing.Shutdown(ctx); err != nil {
+			ctrl.Log.Error(err, "flushing traces")
+		}
+	}()
+	if tracing != nil {
+		ctrl.Log.Info("tracing on: exporting OTLP spans (OTEL_* environment)")
+	}
 	if err := controllers.Setup(mgr, controllers.Options{
 		Engine:   engine.Config{StarvationBound: f.starvationBound},
 		Interval: f.interval,
+		Tracer:   tracing.PhaseTracer(),
 	}); err != nil {
 		return err
 	}

@@ -33,6 +33,7 @@ type simulateFlags struct {
 	csv, gantt      string
 	stats           bool
 	progress        string
+	otlp            string
 }
 
 func newSimulate() *cobra.Command {
@@ -80,6 +81,7 @@ pipeline. That split is an assumption: traces record jobs, not phases.
 	fl.StringVar(&f.csv, "csv", "", "write one row per pipeline (and policy) to this CSV file")
 	fl.StringVar(&f.gantt, "gantt", "", "write a GPU-occupancy chart (per node, coloured by pipeline and phase) to FILE.svg or FILE.png; with --compare, one file per policy")
 	fl.BoolVar(&f.stats, "stats", false, "print wall time, engine time and peak memory (the benchmark figures)")
+	fl.StringVar(&f.otlp, "otlp", "", "export one OpenTelemetry trace per simulated pipeline (virtual timestamps from 2026-01-01) to ENDPOINT: host:port for OTLP/gRPC, http(s)://host:port for OTLP/HTTP; see docs/tracing.md")
 	fl.StringVar(&f.progress, "progress", "auto", "progress bar on stderr: auto (a terminal, runs over 2s), always, never")
 	return cmd
 }
@@ -103,6 +105,13 @@ func runSimulate(stdout, stderr io.Writer, f *simulateFlags, args []string) erro
 		return fmt.Errorf("--output %q: want table or json", f.output)
 	}
 	var results []*sim.Result
+	var exp *simExporter
+	if f.otlp != "" {
+		if exp, err = newSimExporter(f.otlp); err != nil {
+			return err
+		}
+		defer exp.shutdown(stderr)
+	}
 	for _, p := range policies {
 		opts := sim.Options{
 			Policy: p,
@@ -112,10 +121,18 @@ func runSimulate(stdout, stderr io.Writer, f *simulateFlags, args []string) erro
 		}
 		bar := newProgressBar(stderr, f.progress, string(p))
 		opts.Progress = bar.update
+		var pt *simPolicyTracer
+		if exp != nil {
+			pt = exp.policy(p)
+			opts.Observer = pt.observe
+		}
 		r, err := sim.Run(sc, opts)
 		bar.done()
 		if err != nil {
 			return err
+		}
+		if pt != nil {
+			pt.finish(r)
 		}
 		results = append(results, r)
 	}
