@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -347,9 +348,9 @@ func (s *Scheduler) Cycle(ctx context.Context) error {
 	}
 	slices.SortFunc(keys, func(a, b types.NamespacedName) int {
 		if a.Namespace != b.Namespace {
-			return compare(a.Namespace, b.Namespace)
+			return strings.Compare(a.Namespace, b.Namespace)
 		}
-		return compare(a.Name, b.Name)
+		return strings.Compare(a.Name, b.Name)
 	})
 	var errs []error
 	for _, key := range keys {
@@ -420,14 +421,4 @@ func phaseLabel(ps *v1alpha1.PhaseStatus) string {
 		s += fmt.Sprintf(" (attempt %d)", ps.Attempt)
 	}
 	return s
-}
-
-func compare(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }

@@ -4,6 +4,7 @@ import (
 	"container/heap"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -335,21 +336,11 @@ func (s *simulator) progressDirty() {
 			batch = append(batch, p)
 		}
 		clear(s.dirty)
-		slices.SortFunc(batch, func(a, b *pipeRun) int { return compareStr(a.name, b.name) })
+		slices.SortFunc(batch, func(a, b *pipeRun) int { return strings.Compare(a.name, b.name) })
 		for _, p := range batch {
 			s.progress(p)
 		}
 	}
-}
-
-func compareStr(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 func (s *simulator) progress(p *pipeRun) {

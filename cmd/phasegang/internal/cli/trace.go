@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -243,7 +244,7 @@ func printTrace(w io.Writer, tr *jaegerTrace, service string) error {
 		rank := map[string]int{controllers.SpanQueued: 0, controllers.SpanReserved: 1, controllers.SpanRunning: 2}
 		slices.SortStableFunc(list, func(a, b *jaegerSpan) int {
 			if a.StartTime != b.StartTime {
-				return cmpInt64(a.StartTime, b.StartTime)
+				return cmp.Compare(a.StartTime, b.StartTime)
 			}
 			ra, oka := rank[a.OperationName]
 			rb, okb := rank[b.OperationName]
@@ -272,16 +273,6 @@ func printTrace(w io.Writer, tr *jaegerTrace, service string) error {
 		walk(r, 0)
 	}
 	return nil
-}
-
-func cmpInt64(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 func micros(us int64) time.Duration { return time.Duration(us) * time.Microsecond }
