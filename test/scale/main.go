@@ -78,6 +78,20 @@ func run() error {
 			return fmt.Errorf("building phasegang: %w", err)
 		}
 	}
+	apply := exec.Command("kubectl", "apply", "--server-side", "-f", "config/crd/bases")
+	apply.Stdout, apply.Stderr = os.Stderr, os.Stderr
+	if err := apply.Run(); err != nil {
+		return fmt.Errorf("installing the CRD (run from the repository root): %w", err)
+	}
+	for i := 0; ; i++ {
+		var list v1alpha1.PhasedTrainingList
+		if err := k8s.List(ctx, &list); err == nil {
+			break
+		} else if i > 200 {
+			return fmt.Errorf("the PhasedTraining API is not served: %w", err)
+		}
+		time.Sleep(300 * time.Millisecond)
+	}
 	fmt.Fprintf(os.Stderr, "creating %d nodes × %d GPUs...\n", *nodeCount, *gpus)
 	if err := createNodes(ctx); err != nil {
 		return err
@@ -95,6 +109,7 @@ func run() error {
 	if err != nil {
 		return err
 	}
+	fmt.Fprintf(os.Stderr, "plain: %.1f pods/s\n", plain.podsPerSec)
 	fmt.Fprintf(os.Stderr, "phasegang: %d pipelines...\n", *pipelines)
 	pg, err := phasegangRun(ctx)
 	if err != nil {
