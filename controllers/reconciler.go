@@ -21,6 +21,7 @@ import (
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/phasegang/phasegang/apis/v1alpha1"
@@ -39,10 +40,15 @@ type Reconciler struct {
 	Scheduler *Scheduler
 	Tracer    PhaseTracer
 	Metrics   *Metrics
+	// Workers is how many PhasedTrainings reconcile at once (default 1).
+	Workers int
 
 	mu       sync.Mutex
 	compiled map[types.UID]compiledSpec
 }
+
+// podCreators bounds one reconcile's concurrent pod creations.
+const podCreators = 16
 
 type compiledSpec struct {
 	generation int64
@@ -58,6 +64,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	r.compiled = map[types.UID]compiledSpec{}
 	return ctrl.NewControllerManagedBy(mgr).
+		WithOptions(controller.Options{MaxConcurrentReconciles: r.Workers}).
 		For(&v1alpha1.PhasedTraining{}).
 		Owns(&corev1.Pod{}).
 		Owns(&corev1.Service{}).
@@ -524,16 +531,31 @@ func (r *Reconciler) syncWorkers(ctx context.Context, pt *v1alpha1.PhasedTrainin
 			errs = append(errs, err)
 		}
 	}
+	// A gang's pods are created in parallel (bounded): they are all
+	// reserved already, and a 64-worker gang should not start one round
+	// trip at a time.
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, podCreators)
 	for _, n := range names {
 		if have[n] {
 			continue
 		}
 		w := wanted[n]
 		pod := buildWorkerPod(pt, w.phase, w.ps, w.idx, w.node, int32(len(w.ps.Assignments)))
-		if err := r.Client.Create(ctx, pod, client.FieldOwner(FieldManager)); err != nil && !apierrors.IsAlreadyExists(err) {
-			errs = append(errs, fmt.Errorf("creating pod %s: %w", n, err))
-		}
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			if err := r.Client.Create(ctx, pod, client.FieldOwner(FieldManager)); err != nil && !apierrors.IsAlreadyExists(err) {
+				mu.Lock()
+				errs = append(errs, fmt.Errorf("creating pod %s: %w", pod.Name, err))
+				mu.Unlock()
+			}
+		}()
 	}
+	wg.Wait()
 	if len(errs) > 0 {
 		return fmt.Errorf("syncing workers: %w (and %d more)", errs[0], len(errs)-1)
 	}

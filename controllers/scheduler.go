@@ -352,33 +352,62 @@ func (s *Scheduler) Cycle(ctx context.Context) error {
 		}
 		return strings.Compare(a.Name, b.Name)
 	})
+	// Writes go out in parallel (bounded): a cycle that grants hundreds of
+	// gangs must not wait for hundreds of round trips one after another.
+	// Each write is independent; a failed one only leaves its capacity
+	// unused until the next cycle.
 	var errs []error
+	var errMu sync.Mutex
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, statusWriters)
 	for _, key := range keys {
 		c := changes[key]
-		c.status.State = v1alpha1.StateFromConditions(c.status.Conditions)
-		obj := c.pt.DeepCopy()
-		baseRV := obj.ResourceVersion
-		obj.Status = *c.status
-		if err := s.Client.Status().Update(ctx, obj, client.FieldOwner(FieldManager)); err != nil {
-			if !apierrors.IsConflict(err) && !apierrors.IsNotFound(err) {
-				errs = append(errs, fmt.Errorf("writing the status of %s: %w", key, err))
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			if err := s.write(ctx, key, c.pt, c.status, c.events); err != nil {
+				errMu.Lock()
+				errs = append(errs, err)
+				errMu.Unlock()
 			}
-			// A conflict means the reconciler wrote first; the next
-			// cycle decides again from the newer status.
-			s.Trigger()
-			continue
-		}
-		s.mu.Lock()
-		s.assumed[key] = assumedStatus{baseRV: baseRV, status: *c.status.DeepCopy()}
-		s.mu.Unlock()
-		if s.Recorder != nil {
-			for _, e := range c.events {
-				s.Recorder.Eventf(obj, nil, e.kind, e.reason, "Schedule", e.message)
-			}
-		}
+		}()
 	}
+	wg.Wait()
 	if len(errs) > 0 {
 		return fmt.Errorf("%d status writes failed, first: %w", len(errs), errs[0])
+	}
+	return nil
+}
+
+// statusWriters bounds the scheduler's concurrent status writes.
+const statusWriters = 16
+
+// write stores one pipeline's new status (optimistic concurrency: the
+// resourceVersion the change was computed from), then records it as
+// assumed and emits its events.
+func (s *Scheduler) write(ctx context.Context, key types.NamespacedName, pt *v1alpha1.PhasedTraining, status *v1alpha1.PhasedTrainingStatus, events []pendingEvent) error {
+	status.State = v1alpha1.StateFromConditions(status.Conditions)
+	obj := pt.DeepCopy()
+	baseRV := obj.ResourceVersion
+	obj.Status = *status
+	if err := s.Client.Status().Update(ctx, obj, client.FieldOwner(FieldManager)); err != nil {
+		// A conflict means the reconciler wrote first; the next cycle
+		// decides again from the newer status.
+		s.Trigger()
+		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("writing the status of %s: %w", key, err)
+	}
+	s.mu.Lock()
+	s.assumed[key] = assumedStatus{baseRV: baseRV, status: *status.DeepCopy()}
+	s.mu.Unlock()
+	if s.Recorder != nil {
+		for _, e := range events {
+			s.Recorder.Eventf(obj, nil, e.kind, e.reason, "Schedule", e.message)
+		}
 	}
 	return nil
 }

@@ -24,6 +24,8 @@ func Scheme() *runtime.Scheme {
 type Options struct {
 	Engine   engine.Config
 	Interval time.Duration
+	// Workers is how many PhasedTrainings reconcile at once.
+	Workers int
 	// Tracer, if set, is told of every status step the reconciler stores
 	// (NewOTelTracer exports them as OpenTelemetry spans).
 	Tracer PhaseTracer
@@ -37,6 +39,6 @@ func Setup(mgr ctrl.Manager, o Options) error {
 	if err := sched.SetupWithManager(mgr); err != nil {
 		return err
 	}
-	r := &Reconciler{Client: mgr.GetClient(), Recorder: rec, Scheduler: sched, Tracer: o.Tracer, Metrics: m}
+	r := &Reconciler{Client: mgr.GetClient(), Recorder: rec, Scheduler: sched, Tracer: o.Tracer, Metrics: m, Workers: max(o.Workers, 1)}
 	return r.SetupWithManager(mgr)
 }

@@ -25,6 +25,7 @@ type controllerFlags struct {
 	starvationBound  time.Duration
 	interval         time.Duration
 	development      bool
+	workers          int
 }
 
 func newController() *cobra.Command {
@@ -57,6 +58,7 @@ OTEL_SDK_DISABLED=true turns it off. See docs/tracing.md.`,
 	fl.DurationVar(&f.starvationBound, "starvation-bound", engine.DefaultConfig().StarvationBound, "how long the queue's head waits while smaller gangs backfill")
 	fl.DurationVar(&f.interval, "resync", 5*time.Second, "longest pause between scheduling cycles without an event")
 	fl.BoolVar(&f.development, "development", false, "human-readable logs")
+	fl.IntVar(&f.workers, "workers", 8, "PhasedTrainings reconciled at once")
 	return cmd
 }
 
@@ -99,6 +101,7 @@ func runController(f *controllerFlags) error {
 	if err := controllers.Setup(mgr, controllers.Options{
 		Engine:   engine.Config{StarvationBound: f.starvationBound},
 		Interval: f.interval,
+		Workers:  f.workers,
 		Tracer:   tracing.PhaseTracer(),
 	}); err != nil {
 		return err
