@@ -2,23 +2,29 @@
 # make e2e: start the local control plane (test/cluster), run the e2e suite
 # against it with a real phasegang controller process, stop everything.
 # E2E_ARGS adds `go test` flags (e.g. E2E_ARGS='-run TestSeed').
+# On failure the control-plane logs and the controller logs (and Jaeger's)
+# are kept and their paths printed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 dir=$(mktemp -d "${TMPDIR:-/tmp}/phasegang-e2e.XXXXXX")
-export E2E_ARTIFACTS="$dir/artifacts"
-mkdir -p "$E2E_ARTIFACTS"
+E2E_ARTIFACTS=$(mktemp -d "${TMPDIR:-/tmp}/phasegang-e2e-artifacts.XXXXXX")
+export E2E_ARTIFACTS
 cleanup() {
 	code=$?
-	if [ "$code" -ne 0 ] && [ -d "$dir/logs" ]; then
-		echo "e2e failed; control-plane logs: $dir/logs, controller logs: $E2E_ARTIFACTS" >&2
+	if [ "$code" -ne 0 ]; then
+		echo "e2e failed; control-plane logs: $dir/logs, controller and Jaeger logs: $E2E_ARTIFACTS" >&2
 		bash test/cluster/down.sh --dir "$dir" --keep-logs || true
 	else
 		bash test/cluster/down.sh --dir "$dir" || true
+		rm -rf "$E2E_ARTIFACTS"
 	fi
 	exit "$code"
 }
 trap cleanup EXIT
+# Jaeger v2 for TestTracing, built once from the module proxy and cached.
+PHASEGANG_JAEGER=$(bash test/jaeger/build.sh | tail -n 1)
+export PHASEGANG_JAEGER
 bash test/cluster/up.sh --nodes 2 --gpus 8 --dir "$dir"
 # shellcheck disable=SC1091
 source "$dir/env"
