@@ -10,6 +10,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -59,6 +60,10 @@ type assumedStatus struct {
 	status v1alpha1.PhasedTrainingStatus
 }
 
+// debounce gathers a burst of events (a gang's pods, many pipelines
+// created at once) into one cycle.
+const debounce = 100 * time.Millisecond
+
 // NeedLeaderElection: only the leader reserves capacity.
 func (s *Scheduler) NeedLeaderElection() bool { return true }
 
@@ -99,7 +104,7 @@ func (s *Scheduler) Start(ctx context.Context) error {
 			select {
 			case <-ctx.Done():
 				return nil
-			case <-s.Clock.After(20 * time.Millisecond):
+			case <-s.Clock.After(debounce):
 			}
 		case <-ticker.C():
 		}
@@ -127,9 +132,57 @@ func (s *Scheduler) SetupWithManager(mgr ctrl.Manager) error {
 
 type triggerHandler struct{ s *Scheduler }
 
-func (h triggerHandler) OnAdd(any, bool)   { h.s.Trigger() }
-func (h triggerHandler) OnUpdate(any, any) { h.s.Trigger() }
-func (h triggerHandler) OnDelete(any)      { h.s.Trigger() }
+func (h triggerHandler) OnAdd(any, bool) { h.s.Trigger() }
+func (h triggerHandler) OnDelete(any)    { h.s.Trigger() }
+
+// OnUpdate triggers a cycle only for changes that can change a decision.
+// Most updates cannot: a kubelet's (or kwok's) node heartbeat, a worker
+// pod going Running, a status write that changed no phase's state. On a
+// 1,000-node cluster heartbeats alone would otherwise start dozens of
+// cycles a second.
+func (h triggerHandler) OnUpdate(oldObj, newObj any) {
+	if relevantUpdate(oldObj, newObj) {
+		h.s.Trigger()
+	}
+}
+
+func relevantUpdate(oldObj, newObj any) bool {
+	switch n := newObj.(type) {
+	case *corev1.Node:
+		o, ok := oldObj.(*corev1.Node)
+		return !ok || n.Spec.Unschedulable != o.Spec.Unschedulable ||
+			!equality.Semantic.DeepEqual(n.Spec.Taints, o.Spec.Taints) ||
+			!equality.Semantic.DeepEqual(n.Labels, o.Labels) ||
+			!equality.Semantic.DeepEqual(n.Status.Allocatable, o.Status.Allocatable) ||
+			(n.DeletionTimestamp == nil) != (o.DeletionTimestamp == nil)
+	case *corev1.Pod:
+		o, ok := oldObj.(*corev1.Pod)
+		if !ok {
+			return true
+		}
+		terminal := func(p *corev1.Pod) bool {
+			return p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
+		}
+		// Capacity changes when a pod is bound, ends or starts going away.
+		return n.Spec.NodeName != o.Spec.NodeName || terminal(n) != terminal(o) ||
+			(n.DeletionTimestamp == nil) != (o.DeletionTimestamp == nil)
+	case *v1alpha1.PhasedTraining:
+		o, ok := oldObj.(*v1alpha1.PhasedTraining)
+		if !ok || n.Generation != o.Generation || n.Status.ObservedGeneration != o.Status.ObservedGeneration ||
+			n.Status.State != o.Status.State || len(n.Status.Phases) != len(o.Status.Phases) ||
+			(n.DeletionTimestamp == nil) != (o.DeletionTimestamp == nil) {
+			return true
+		}
+		for i := range n.Status.Phases {
+			np, op := &n.Status.Phases[i], &o.Status.Phases[i]
+			if np.State != op.State || len(np.Assignments) != len(op.Assignments) || !np.NotBefore.Equal(op.NotBefore) {
+				return true
+			}
+		}
+		return false
+	}
+	return true
+}
 
 // view reads the caches, with assumed statuses laid over stale entries.
 func (s *Scheduler) view(ctx context.Context) (clusterView, error) {
