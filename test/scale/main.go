@@ -212,7 +212,19 @@ func plainRun(ctx context.Context, n int) (result, error) {
 	if err != nil {
 		return result{}, err
 	}
-	defer k8s.Delete(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+	// The next run must not share the cluster with this one's teardown:
+	// delete the pods and wait until they are gone.
+	defer func() {
+		_ = k8s.DeleteAllOf(context.Background(), &corev1.Pod{}, client.InNamespace(ns), client.GracePeriodSeconds(0))
+		_ = k8s.Delete(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+		for range 600 {
+			var list corev1.PodList
+			if err := k8s.List(context.Background(), &list, client.InNamespace(ns)); err == nil && len(list.Items) == 0 {
+				return
+			}
+			time.Sleep(time.Second)
+		}
+	}()
 	start := time.Now()
 	err = parallel(n, 64, func(i int) error {
 		t := workerSpec(*runSecs * 100) // they only need to reach Running
@@ -330,6 +342,7 @@ func phasegangRun(ctx context.Context) (result, error) {
 	}
 	r := result{trainPods: trainPods, podsPerSec: float64(trainPods) / last.Sub(start).Seconds()}
 	r.p50, r.p99 = quantile(lat, 0.5), quantile(lat, 0.99)
+	fmt.Fprintf(os.Stderr, "phasegang first wave: %.1f pods/s (p50 %.0fs, p99 %.0fs); waiting for every pipeline to end...\n", r.podsPerSec, r.p50, r.p99)
 	// Then every pipeline to the end.
 	deadline := time.Now().Add(15 * time.Minute)
 	for {
