@@ -47,6 +47,9 @@ type Reconciler struct {
 	compiled map[types.UID]compiledSpec
 }
 
+// podPipelineIndex indexes managed pods by their pipeline label.
+const podPipelineIndex = "phasegang.dev/pipeline"
+
 // podCreators bounds one reconcile's concurrent pod creations.
 const podCreators = 16
 
@@ -63,6 +66,19 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		r.Clock = clock.RealClock{}
 	}
 	r.compiled = map[types.UID]compiledSpec{}
+	// Index managed pods by pipeline, so a reconcile reads its own pods
+	// instead of filtering every pod of the namespace.
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &corev1.Pod{}, podPipelineIndex, func(o client.Object) []string {
+		if o.GetLabels()[LabelManaged] != "true" {
+			return nil
+		}
+		if p := o.GetLabels()[LabelPipeline]; p != "" {
+			return []string{p}
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		WithOptions(controller.Options{MaxConcurrentReconciles: r.Workers}).
 		For(&v1alpha1.PhasedTraining{}).
@@ -209,7 +225,7 @@ func (r *Reconciler) markInvalid(ctx context.Context, pt *v1alpha1.PhasedTrainin
 func (r *Reconciler) ownedPods(ctx context.Context, pt *v1alpha1.PhasedTraining) ([]corev1.Pod, error) {
 	var list corev1.PodList
 	if err := r.Client.List(ctx, &list, client.InNamespace(pt.Namespace),
-		client.MatchingLabels{LabelManaged: "true", LabelPipeline: dnsLabel(pt.Name, 63)}); err != nil {
+		client.MatchingFields{podPipelineIndex: dnsLabel(pt.Name, 63)}); err != nil {
 		return nil, err
 	}
 	var out []corev1.Pod
