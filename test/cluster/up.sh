@@ -285,6 +285,18 @@ kwok_config=$dir/kwok/kwok.yaml
     cat "$stages_dir/$f"; printf '\n---\n'
   done
   cat "$here/kwok/phasegang-stages.yaml"
+  # kwok plays every node's kubelet with a few workers (4 for pods by
+  # default). Real kubelets work in parallel, one per node, so give kwok
+  # enough workers that a 1,000-node cluster is paced by the components
+  # under test, not by the simulator (see test/scale).
+  printf '\n---\n'
+  cat <<'KWOKCONFIG'
+apiVersion: config.kwok.x-k8s.io/v1alpha1
+kind: KwokConfiguration
+options:
+  podPlayStageParallelism: 16
+  nodePlayStageParallelism: 8
+KWOKCONFIG
 } >"$kwok_config"
 # KWOK_WORKDIR keeps kwok away from ~/.kwok/kwok.yaml.
 start kwok env KWOK_WORKDIR="$dir/kwok" "$bin/kwok" \
