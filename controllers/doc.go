@@ -15,7 +15,7 @@
 //     pinned to their nodes, and deletes pods that are no longer reserved.
 //
 // Worker pods get deterministic names, owner references, labels, a
-// headless Service per phase attempt for stable peer names, and the
+// headless Service per pipeline for stable peer names, and the
 // environment distributed trainers read (PHASEGANG_*, TF_CONFIG,
 // RANK/WORLD_SIZE/MASTER_ADDR/MASTER_PORT).
 package controllers

@@ -46,11 +46,10 @@ func dnsLabel(name string, max int) string {
 	return cut + "-" + h
 }
 
-// instanceName is "<pipeline>-<phase>[-i<iteration>][-a<attempt>]": the
-// base of a phase attempt's pod and service names. It is deterministic so
-// a restarted controller finds what it created instead of duplicating it.
-func instanceName(pt *v1alpha1.PhasedTraining, phase string, iteration, attempt int32) string {
-	n := pt.Name + "-" + phase
+// attemptName is "<phase>[-i<iteration>][-a<attempt>]": a phase attempt
+// within its pipeline.
+func attemptName(phase string, iteration, attempt int32) string {
+	n := phase
 	if iteration > 0 {
 		n += "-i" + strconv.Itoa(int(iteration))
 	}
@@ -60,12 +59,21 @@ func instanceName(pt *v1alpha1.PhasedTraining, phase string, iteration, attempt 
 	return n
 }
 
-// serviceName is the headless Service of a phase attempt, also the pods'
+// instanceName is "<pipeline>-<phase>[-i<iteration>][-a<attempt>]": the
+// base of a phase attempt's pod names. It is deterministic so a restarted
+// controller finds what it created instead of duplicating it.
+func instanceName(pt *v1alpha1.PhasedTraining, phase string, iteration, attempt int32) string {
+	return pt.Name + "-" + attemptName(phase, iteration, attempt)
+}
+
+// serviceName is the pipeline's headless Service, also its worker pods'
 // subdomain: a DNS-1035 label (at most 63 characters of [a-z0-9-],
 // starting with a letter). A pipeline name may hold dots or start with a
-// digit, so those are mapped.
-func serviceName(pt *v1alpha1.PhasedTraining, phase string, iteration, attempt int32) string {
-	n := strings.ReplaceAll(instanceName(pt, phase, iteration, attempt), ".", "-")
+// digit, so those are mapped. There is one per pipeline, not one per phase
+// attempt: every Service costs the cluster an Endpoints and an
+// EndpointSlice object kept up to date on each pod change.
+func serviceName(pt *v1alpha1.PhasedTraining) string {
+	n := strings.ReplaceAll(pt.Name, ".", "-")
 	if n == "" || n[0] < 'a' || n[0] > 'z' {
 		n = "pg-" + n
 	}
@@ -77,10 +85,12 @@ func podName(pt *v1alpha1.PhasedTraining, phase string, iteration, attempt, inde
 	return dnsLabel(fmt.Sprintf("%s-%d", instanceName(pt, phase, iteration, attempt), index), 253)
 }
 
-// hostname is the worker's hostname within its Service: short and stable,
-// so peers are "<phase>-<index>.<service>".
-func hostname(phase string, index int32) string {
-	return dnsLabel(fmt.Sprintf("%s-%d", phase, index), 63)
+// hostname is the worker's hostname within the pipeline's Service, so
+// peers are "<phase>[-i<iteration>][-a<attempt>]-<index>.<service>":
+// stable, and distinct across the pipeline's phases, iterations and
+// attempts (a retried gang's name never resolves to the old gang's pods).
+func hostname(phase string, iteration, attempt, index int32) string {
+	return dnsLabel(fmt.Sprintf("%s-%d", attemptName(phase, iteration, attempt), index), 63)
 }
 
 // gangKey is the engine's key of a phase attempt.

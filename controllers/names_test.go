@@ -70,20 +70,20 @@ func TestDNSLabelProperties(t *testing.T) {
 
 func TestNames(t *testing.T) {
 	pt := makePT("job").obj()
-	long := makePT(strings.Repeat("p", 60)).obj()
+	long := makePT(strings.Repeat("p", 70)).obj()
 	tests := map[string]struct {
 		got, want string
 	}{
-		"service":                   {serviceName(pt, "train", 0, 0), "job-train"},
-		"service iteration":         {serviceName(pt, "train", 2, 0), "job-train-i2"},
-		"service attempt":           {serviceName(pt, "train", 0, 3), "job-train-a3"},
-		"service both":              {serviceName(pt, "train", 2, 3), "job-train-i2-a3"},
+		"service":                   {serviceName(pt), "job"},
 		"pod":                       {podName(pt, "train", 0, 0, 0), "job-train-0"},
 		"pod both":                  {podName(pt, "train", 2, 3, 17), "job-train-i2-a3-17"},
-		"hostname":                  {hostname("train", 4), "train-4"},
-		"long service is cut":       {serviceName(long, "train", 0, 0), dnsLabel(strings.Repeat("p", 60)+"-train", 63)},
-		"long pod name is kept":     {podName(long, "train", 0, 0, 1), strings.Repeat("p", 60) + "-train-1"},
-		"long service stays unique": {boolStr(serviceName(long, "train", 0, 0) != serviceName(long, "train", 0, 1)), "true"},
+		"hostname":                  {hostname("train", 0, 0, 4), "train-4"},
+		"hostname iteration":        {hostname("train", 2, 0, 4), "train-i2-4"},
+		"hostname attempt":          {hostname("train", 0, 3, 4), "train-a3-4"},
+		"hostname both":             {hostname("train", 2, 3, 4), "train-i2-a3-4"},
+		"long service is cut":       {serviceName(long), dnsLabel(strings.Repeat("p", 70), 63)},
+		"long pod name is kept":     {podName(long, "train", 0, 0, 1), strings.Repeat("p", 70) + "-train-1"},
+		"long service stays unique": {boolStr(serviceName(long) != serviceName(makePT(strings.Repeat("p", 71)).obj())), "true"},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -109,7 +109,7 @@ func boolStr(b bool) string {
 
 // A PhasedTraining's name is any DNS-1123 subdomain (the CRD adds no rule):
 // it may contain dots and start with a digit. serviceName promises a
-// DNS-1035 label (names.go:65), and the pod's subdomain must be a DNS-1123
+// DNS-1035 label, and the pod's subdomain must be a DNS-1123
 // label.
 func TestServiceNameValidForEveryPipelineName(t *testing.T) {
 	for _, name := range []string{"bert.v2", "2024-run", "a.b.c"} {
@@ -118,8 +118,8 @@ func TestServiceNameValidForEveryPipelineName(t *testing.T) {
 		}
 		pt := makePT(name).phase("train", 1).obj()
 		ps := running("train", "n1")
-		if errs := validation.IsDNS1035Label(serviceName(pt, "train", 0, 0)); len(errs) > 0 {
-			t.Errorf("pipeline %q: service name %q: %v", name, serviceName(pt, "train", 0, 0), errs)
+		if errs := validation.IsDNS1035Label(serviceName(pt)); len(errs) > 0 {
+			t.Errorf("pipeline %q: service name %q: %v", name, serviceName(pt), errs)
 		}
 		pod := buildWorkerPod(pt, &pt.Spec.Phases[0], &ps, 0, "n1", 1)
 		if errs := validation.IsDNS1123Label(pod.Spec.Subdomain); len(errs) > 0 {

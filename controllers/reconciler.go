@@ -459,7 +459,11 @@ func (r *Reconciler) emit(before, after *v1alpha1.PhasedTraining, step phases.St
 	for _, s := range step.Skip {
 		r.Recorder.Eventf(after, nil, corev1.EventTypeNormal, "Skipped", "Run", "phase %s skipped: %s", s.Name, s.Message)
 	}
-	if before.Status.State != after.Status.State {
+	// The pipeline's own state is announced when it ends. Between phases it
+	// goes Queued ↔ Running each time, which the phase events above (and
+	// the scheduler's Reserved) already tell, at one API write per event.
+	if before.Status.State != after.Status.State &&
+		(after.Status.State == v1alpha1.PipelineSucceeded || after.Status.State == v1alpha1.PipelineFailed) {
 		r.Recorder.Eventf(after, nil, corev1.EventTypeNormal, string(after.Status.State), "Run", "pipeline %s", strings.ToLower(string(after.Status.State)))
 	}
 	if r.Tracer != nil {
@@ -540,11 +544,15 @@ func (r *Reconciler) syncWorkers(ctx context.Context, pt *v1alpha1.PhasedTrainin
 		names = append(names, n)
 	}
 	slices.Sort(names)
-	for _, ps := range running {
-		phase := specPhase(pt, ps.Name)
-		svc := buildService(pt, phase, ps)
-		if err := r.Client.Create(ctx, svc, client.FieldOwner(FieldManager)); err != nil && !apierrors.IsAlreadyExists(err) {
-			errs = append(errs, err)
+	if len(running) > 0 {
+		// One Service for the pipeline's life (owned, so it goes with the
+		// pipeline). The cache answers the check: a running phase is
+		// reconciled many times, and the Service only needs creating once.
+		svc := buildService(pt)
+		if err := r.Client.Get(ctx, client.ObjectKeyFromObject(svc), &corev1.Service{}); apierrors.IsNotFound(err) {
+			if err := r.Client.Create(ctx, svc, client.FieldOwner(FieldManager)); err != nil && !apierrors.IsAlreadyExists(err) {
+				errs = append(errs, err)
+			}
 		}
 	}
 	// A gang's pods are created in parallel (bounded): they are all

@@ -19,8 +19,8 @@ const (
 	defaultTorchPort = 29500
 )
 
-// workerLabels identify a worker pod; the phase attempt's Service selects on
-// all but the worker index.
+// workerLabels identify a phase attempt's worker pods (with LabelWorker,
+// one pod); the pipeline's Service selects on serviceLabels.
 func workerLabels(pt *v1alpha1.PhasedTraining, ps *v1alpha1.PhaseStatus) map[string]string {
 	return map[string]string{
 		LabelManaged:   "true",
@@ -31,12 +31,17 @@ func workerLabels(pt *v1alpha1.PhasedTraining, ps *v1alpha1.PhaseStatus) map[str
 	}
 }
 
-// peers lists the workers' stable DNS names within the phase's Service.
+// serviceLabels select every worker pod of a pipeline.
+func serviceLabels(pt *v1alpha1.PhasedTraining) map[string]string {
+	return map[string]string{LabelManaged: "true", LabelPipeline: dnsLabel(pt.Name, 63)}
+}
+
+// peers lists the workers' stable DNS names within the pipeline's Service.
 func peers(pt *v1alpha1.PhasedTraining, ps *v1alpha1.PhaseStatus, n int32) []string {
-	svc := serviceName(pt, ps.Name, ps.Iteration, ps.Attempt)
+	svc := serviceName(pt)
 	out := make([]string, n)
 	for i := range n {
-		out[i] = fmt.Sprintf("%s.%s.%s.svc", hostname(ps.Name, i), svc, pt.Namespace)
+		out[i] = fmt.Sprintf("%s.%s.%s.svc", hostname(ps.Name, ps.Iteration, ps.Attempt, i), svc, pt.Namespace)
 	}
 	return out
 }
@@ -71,8 +76,8 @@ func buildWorkerPod(pt *v1alpha1.PhasedTraining, phase *v1alpha1.Phase, ps *v1al
 		// maxRetries decide what happens next, not the kubelet.
 		spec.RestartPolicy = corev1.RestartPolicyNever
 	}
-	spec.Hostname = hostname(ps.Name, index)
-	spec.Subdomain = serviceName(pt, ps.Name, ps.Iteration, ps.Attempt)
+	spec.Hostname = hostname(ps.Name, ps.Iteration, ps.Attempt, index)
+	spec.Subdomain = serviceName(pt)
 	pinToNode(spec, node)
 	tfPort, torchPort := ports(spec)
 	env := workerEnv(pt, ps, index, worldSize, tfPort, torchPort)
@@ -164,50 +169,70 @@ func mergeEnv(user, ours []corev1.EnvVar) []corev1.EnvVar {
 	return append(out, user...)
 }
 
-// buildService is the headless Service giving a phase attempt's workers
-// stable DNS names; it publishes not-ready addresses because peers must
-// resolve each other while they start.
-func buildService(pt *v1alpha1.PhasedTraining, phase *v1alpha1.Phase, ps *v1alpha1.PhaseStatus) *corev1.Service {
+// buildService is the pipeline's headless Service, giving its workers
+// stable DNS names (hostname.subdomain); it publishes not-ready addresses
+// because peers must resolve each other while they start. Its ports are
+// every port the phases declare (each port and protocol once): headless
+// DNS needs none, but SRV records and readers of the Service use them.
+func buildService(pt *v1alpha1.PhasedTraining) *corev1.Service {
 	svc := &corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{
-			Name: serviceName(pt, ps.Name, ps.Iteration, ps.Attempt), Namespace: pt.Namespace,
-			Labels: workerLabels(pt, ps),
+			Name: serviceName(pt), Namespace: pt.Namespace,
+			Labels: serviceLabels(pt),
 			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(pt,
 				v1alpha1.GroupVersion.WithKind(v1alpha1.Kind))},
 		},
 		Spec: corev1.ServiceSpec{
 			ClusterIP:                corev1.ClusterIPNone,
-			Selector:                 workerLabels(pt, ps),
+			Selector:                 serviceLabels(pt),
 			PublishNotReadyAddresses: true,
 		},
 	}
-	// Several ports must have distinct names; unnamed ones get a stable
-	// name from number and protocol, made unique if a user name clashes.
-	used := map[string]bool{}
-	for _, c := range phase.Template.Spec.Containers {
-		for _, p := range c.Ports {
-			if p.Name != "" {
-				used[p.Name] = true
+	type portKey struct {
+		port  int32
+		proto corev1.Protocol
+	}
+	var ports []corev1.ContainerPort
+	seen := map[portKey]bool{}
+	for _, phase := range pt.Spec.Phases {
+		for _, c := range phase.Template.Spec.Containers {
+			for _, p := range c.Ports {
+				proto := p.Protocol
+				if proto == "" {
+					proto = corev1.ProtocolTCP
+				}
+				if k := (portKey{p.ContainerPort, proto}); !seen[k] {
+					seen[k] = true
+					ports = append(ports, p)
+				}
 			}
 		}
 	}
-	for _, c := range phase.Template.Spec.Containers {
-		for _, p := range c.Ports {
-			name := p.Name
-			if name == "" {
-				proto := strings.ToLower(string(p.Protocol))
-				if proto == "" {
-					proto = "tcp"
-				}
-				base := fmt.Sprintf("p%d-%s", p.ContainerPort, proto)
-				name = base
-				for i := 2; used[name]; i++ {
-					name = fmt.Sprintf("%s-%d", base, i)
-				}
-				used[name] = true
-			}
-			svc.Spec.Ports = append(svc.Spec.Ports, corev1.ServicePort{Name: name, Port: p.ContainerPort, Protocol: p.Protocol})
+	// Several ports must have distinct names: a user's name is kept where
+	// it is the first of its kind; the others get a stable name from
+	// number and protocol, made unique if that clashes.
+	used := map[string]bool{}
+	named := make([]string, len(ports))
+	for i, p := range ports {
+		if p.Name != "" && !used[p.Name] {
+			used[p.Name], named[i] = true, p.Name
 		}
+	}
+	for i, p := range ports {
+		name := named[i]
+		if name == "" {
+			proto := strings.ToLower(string(p.Protocol))
+			if proto == "" {
+				proto = "tcp"
+			}
+			base := fmt.Sprintf("p%d-%s", p.ContainerPort, proto)
+			name = base
+			for n := 2; used[name]; n++ {
+				name = fmt.Sprintf("%s-%d", base, n)
+			}
+			used[name] = true
+		}
+		svc.Spec.Ports = append(svc.Spec.Ports, corev1.ServicePort{Name: name, Port: p.ContainerPort, Protocol: p.Protocol})
 	}
 	return svc
 }

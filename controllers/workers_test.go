@@ -52,11 +52,11 @@ func TestBuildWorkerPodMeta(t *testing.T) {
 	if d := cmp.Diff(want, pod.ObjectMeta); d != "" {
 		t.Errorf("pod meta (-want +got):\n%s", d)
 	}
-	if pod.Spec.Hostname != "train-2" || pod.Spec.Subdomain != "job-train-i1-a2" {
+	if pod.Spec.Hostname != "train-i1-a2-2" || pod.Spec.Subdomain != "job" {
 		t.Errorf("hostname %q subdomain %q", pod.Spec.Hostname, pod.Spec.Subdomain)
 	}
 	// The pod's own labels satisfy the Service's selector.
-	svc := buildService(pt, &pt.Spec.Phases[0], &ps)
+	svc := buildService(pt)
 	for k, v := range svc.Spec.Selector {
 		if pod.Labels[k] != v {
 			t.Errorf("service selector %s=%s does not match the pod (%q)", k, v, pod.Labels[k])
@@ -173,7 +173,7 @@ func TestPinToNode(t *testing.T) {
 
 func TestBuildWorkerPodEnv(t *testing.T) {
 	ps := running("train", "n1", "n2", "n3")
-	hosts := []string{"train-0.job-train.ns.svc", "train-1.job-train.ns.svc", "train-2.job-train.ns.svc"}
+	hosts := []string{"train-0.job.ns.svc", "train-1.job.ns.svc", "train-2.job.ns.svc"}
 	tests := map[string]struct {
 		tmpl  func(*corev1.PodTemplateSpec)
 		index int32
@@ -186,7 +186,7 @@ func TestBuildWorkerPodEnv(t *testing.T) {
 			want: []map[string]string{{
 				EnvWorkerIndex: "1", EnvWorldSize: "3", EnvPeers: hosts[0] + "," + hosts[1] + "," + hosts[2],
 				EnvPhase: "train", EnvIteration: "0", EnvAttempt: "0",
-				"TF_CONFIG": `{"cluster":{"worker":["train-0.job-train.ns.svc:2222","train-1.job-train.ns.svc:2222","train-2.job-train.ns.svc:2222"]},"task":{"index":1,"type":"worker"}}`,
+				"TF_CONFIG": `{"cluster":{"worker":["train-0.job.ns.svc:2222","train-1.job.ns.svc:2222","train-2.job.ns.svc:2222"]},"task":{"index":1,"type":"worker"}}`,
 				"RANK":      "1", "WORLD_SIZE": "3", "MASTER_ADDR": hosts[0], "MASTER_PORT": "29500",
 			}},
 		},
@@ -201,12 +201,12 @@ func TestBuildWorkerPodEnv(t *testing.T) {
 			want: []map[string]string{{
 				"FOO": "bar", EnvWorkerIndex: "0", EnvWorldSize: "3", EnvPeers: hosts[0] + "," + hosts[1] + "," + hosts[2],
 				EnvPhase: "train", EnvIteration: "0", EnvAttempt: "0",
-				"TF_CONFIG": `{"cluster":{"worker":["train-0.job-train.ns.svc:1234","train-1.job-train.ns.svc:1234","train-2.job-train.ns.svc:1234"]},"task":{"index":0,"type":"worker"}}`,
+				"TF_CONFIG": `{"cluster":{"worker":["train-0.job.ns.svc:1234","train-1.job.ns.svc:1234","train-2.job.ns.svc:1234"]},"task":{"index":0,"type":"worker"}}`,
 				"RANK":      "mine", "WORLD_SIZE": "3", "MASTER_ADDR": hosts[0], "MASTER_PORT": "1234",
 			}, {
 				EnvWorkerIndex: "0", EnvWorldSize: "3", EnvPeers: hosts[0] + "," + hosts[1] + "," + hosts[2],
 				EnvPhase: "train", EnvIteration: "0", EnvAttempt: "0",
-				"TF_CONFIG": `{"cluster":{"worker":["train-0.job-train.ns.svc:1234","train-1.job-train.ns.svc:1234","train-2.job-train.ns.svc:1234"]},"task":{"index":0,"type":"worker"}}`,
+				"TF_CONFIG": `{"cluster":{"worker":["train-0.job.ns.svc:1234","train-1.job.ns.svc:1234","train-2.job.ns.svc:1234"]},"task":{"index":0,"type":"worker"}}`,
 				"RANK":      "0", "WORLD_SIZE": "3", "MASTER_ADDR": hosts[0], "MASTER_PORT": "1",
 			}},
 		},
@@ -219,7 +219,7 @@ func TestBuildWorkerPodEnv(t *testing.T) {
 				m := map[string]string{
 					EnvWorkerIndex: "2", EnvWorldSize: "3", EnvPeers: hosts[0] + "," + hosts[1] + "," + hosts[2],
 					EnvPhase: "train", EnvIteration: "0", EnvAttempt: "0",
-					"TF_CONFIG": `{"cluster":{"worker":["train-0.job-train.ns.svc:7777","train-1.job-train.ns.svc:7777","train-2.job-train.ns.svc:7777"]},"task":{"index":2,"type":"worker"}}`,
+					"TF_CONFIG": `{"cluster":{"worker":["train-0.job.ns.svc:7777","train-1.job.ns.svc:7777","train-2.job.ns.svc:7777"]},"task":{"index":2,"type":"worker"}}`,
 					"RANK":      "2", "WORLD_SIZE": "3", "MASTER_ADDR": hosts[0], "MASTER_PORT": "7777",
 				}
 				return []map[string]string{m, m}
@@ -327,12 +327,11 @@ func TestBuildService(t *testing.T) {
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			pt := makePT("job").phase("train", 2).tmpl(tc.tmpl).obj()
-			ps := withAttempt(running("train", "n1", "n2"), 0, 1)
-			svc := buildService(pt, &pt.Spec.Phases[0], &ps)
-			labels := map[string]string{LabelManaged: "true", LabelPipeline: "job", LabelPhase: "train", LabelIteration: "0", LabelAttempt: "1"}
+			svc := buildService(pt)
+			labels := map[string]string{LabelManaged: "true", LabelPipeline: "job"}
 			want := &corev1.Service{
 				ObjectMeta: metav1.ObjectMeta{
-					Name: "job-train-a1", Namespace: "ns", Labels: labels,
+					Name: "job", Namespace: "ns", Labels: labels,
 					OwnerReferences: []metav1.OwnerReference{{
 						APIVersion: "phasegang.dev/v1alpha1", Kind: "PhasedTraining", Name: "job", UID: "uid-job",
 						Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true),
@@ -346,8 +345,11 @@ func TestBuildService(t *testing.T) {
 			if d := cmp.Diff(want, svc); d != "" {
 				t.Errorf("service (-want +got):\n%s", d)
 			}
-			if _, ok := svc.Spec.Selector[LabelWorker]; ok {
-				t.Errorf("selector must not pin one worker")
+			// The selector takes in every worker of every phase attempt.
+			for _, l := range []string{LabelWorker, LabelPhase, LabelIteration, LabelAttempt} {
+				if _, ok := svc.Spec.Selector[l]; ok {
+					t.Errorf("selector must not pin %s", l)
+				}
 			}
 		})
 	}
@@ -361,14 +363,33 @@ func TestBuildServicePortNamesUnique(t *testing.T) {
 			{ContainerPort: 5353, Protocol: corev1.ProtocolUDP},
 		}
 	}).obj()
-	ps := running("train", "n1")
-	svc := buildService(pt, &pt.Spec.Phases[0], &ps)
+	svc := buildService(pt)
 	seen := map[string]bool{}
 	for _, p := range svc.Spec.Ports {
 		if seen[p.Name] {
 			t.Errorf("duplicate service port name %q in %v", p.Name, svc.Spec.Ports)
 		}
 		seen[p.Name] = true
+	}
+}
+
+// The pipeline's one Service carries every phase's ports, each port and
+// protocol once; a name two phases give to different ports stays with the
+// first, and the second gets a generated one.
+func TestBuildServicePortsAcrossPhases(t *testing.T) {
+	pt := makePT("job").
+		phase("train", 2).tmpl(func(p *corev1.PodTemplateSpec) {
+		p.Spec.Containers[0].Ports = []corev1.ContainerPort{{Name: "dist", ContainerPort: 29500}}
+	}).
+		phase("validate", 1).tmpl(func(p *corev1.PodTemplateSpec) {
+		p.Spec.Containers[0].Ports = []corev1.ContainerPort{{Name: "dist", ContainerPort: 29500}, {Name: "metrics", ContainerPort: 9090}}
+	}).obj()
+	pt.Spec.Phases = append(pt.Spec.Phases, *pt.Spec.Phases[1].DeepCopy())
+	pt.Spec.Phases[2].Name = "test"
+	pt.Spec.Phases[2].Template.Spec.Containers[0].Ports = []corev1.ContainerPort{{Name: "dist", ContainerPort: 2222}}
+	want := []corev1.ServicePort{{Name: "dist", Port: 29500}, {Name: "metrics", Port: 9090}, {Name: "p2222-tcp", Port: 2222}}
+	if d := cmp.Diff(want, buildService(pt).Spec.Ports); d != "" {
+		t.Errorf("ports (-want +got):\n%s", d)
 	}
 }
 
@@ -379,7 +400,7 @@ func TestWorkerDNSNamesValid(t *testing.T) {
 		pt := makePT(name).phase("train", 1).obj()
 		ps := withAttempt(running("train", "n1"), 12, 3)
 		pod := buildWorkerPod(pt, &pt.Spec.Phases[0], &ps, 9999, "n1", 10000)
-		svc := buildService(pt, &pt.Spec.Phases[0], &ps)
+		svc := buildService(pt)
 		for what, errs := range map[string][]string{
 			"pod name":       validation.IsDNS1123Subdomain(pod.Name),
 			"hostname":       validation.IsDNS1123Label(pod.Spec.Hostname),
