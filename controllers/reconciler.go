@@ -18,11 +18,16 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/phasegang/phasegang/apis/v1alpha1"
 	"github.com/phasegang/phasegang/phases"
@@ -79,11 +84,22 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}); err != nil {
 		return err
 	}
+	// The watches are typed sources with phasegang's own handlers, which
+	// choose the reconcile's priority (enqueue.go) and drop pod updates
+	// that change nothing the reconciler reads.
 	return ctrl.NewControllerManagedBy(mgr).
+		Named("phasedtraining").
 		WithOptions(controller.Options{MaxConcurrentReconciles: r.Workers}).
-		For(&v1alpha1.PhasedTraining{}).
-		Owns(&corev1.Pod{}).
-		Owns(&corev1.Service{}).
+		WatchesRawSource(source.Kind(mgr.GetCache(), &v1alpha1.PhasedTraining{}, handler.TypedEventHandler[*v1alpha1.PhasedTraining, reconcile.Request](ptEvents{}))).
+		WatchesRawSource(source.Kind(mgr.GetCache(), &corev1.Pod{}, handler.TypedEventHandler[*corev1.Pod, reconcile.Request](podEvents{}))).
+		// A deleted Service is created again by its pipeline's reconcile.
+		WatchesRawSource(source.Kind(mgr.GetCache(), &corev1.Service{}, handler.TypedFuncs[*corev1.Service, reconcile.Request]{
+			DeleteFunc: func(_ context.Context, e event.TypedDeleteEvent[*corev1.Service], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+				if key, ok := controllerKey(e.Object); ok {
+					enqueue(q, priorityNormal, key)
+				}
+			},
+		})).
 		Complete(r)
 }
 
@@ -167,7 +183,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	var res ctrl.Result
 	if !step.Wake.IsZero() {
+		// A timer (start timeout, backoff, timeout) is not urgent work
+		// whatever woke this reconcile.
 		res.RequeueAfter = max(step.Wake.Sub(now), time.Second)
+		res.Priority = new(priorityNormal)
 	}
 	logger.V(1).Info("reconciled", "state", pt.Status.State, "phase", pt.Status.CurrentPhase)
 	return res, nil

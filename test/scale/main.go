@@ -12,6 +12,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"math"
 	"net/http"
 	"os"
@@ -42,6 +43,7 @@ var (
 	runSecs   = flag.Int("run-seconds", 5, "how long each worker runs")
 	binary    = flag.String("phasegang", "", "phasegang binary (default: go build ./cmd/phasegang)")
 	keep      = flag.Bool("keep", false, "keep the nodes afterwards")
+	cpuProf   = flag.String("cpuprofile", "", "write a 60 s CPU profile of the controller, taken from the start of the phasegang run, to this file")
 )
 
 var k8s client.Client
@@ -236,6 +238,7 @@ func plainRun(ctx context.Context, n int) (result, error) {
 	if err != nil {
 		return result{}, err
 	}
+	fmt.Fprintf(os.Stderr, "  %d pods created in %.1fs\n", n, time.Since(start).Seconds())
 	lat, last, err := waitRunning(ctx, ns, map[string]string{"bench": "plain"}, n, 10*time.Minute)
 	if err != nil {
 		return result{}, err
@@ -279,7 +282,7 @@ func waitRunning(ctx context.Context, ns string, labels map[string]string, n int
 		if time.Now().After(deadline) {
 			return nil, time.Time{}, fmt.Errorf("only %d of %d pods ran within %v", len(lat), n, timeout)
 		}
-		time.Sleep(250 * time.Millisecond)
+		time.Sleep(time.Second)
 	}
 }
 
@@ -322,7 +325,8 @@ func phasegangRun(ctx context.Context) (result, error) {
 	}
 	defer k8s.Delete(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
 	metricsPort := "18089"
-	ctl := exec.Command(*binary, "controller", "--metrics-bind-address", "127.0.0.1:"+metricsPort, "--health-probe-bind-address", "0", "--resync", "2s")
+	ctl := exec.Command(*binary, "controller", "--metrics-bind-address", "127.0.0.1:"+metricsPort, "--health-probe-bind-address", "0", "--resync", "2s",
+		"--pprof-bind-address", "127.0.0.1:18090")
 	logf, _ := os.CreateTemp("", "phasegang-scale-controller-*.log")
 	ctl.Stdout, ctl.Stderr = logf, logf
 	if err := ctl.Start(); err != nil {
@@ -337,6 +341,13 @@ func phasegangRun(ctx context.Context) (result, error) {
 	baseReq := scrapeRequests(metricsPort)
 
 	start := time.Now()
+	if *cpuProf != "" {
+		go func() {
+			if err := fetch("http://127.0.0.1:18090/debug/pprof/profile?seconds=60", *cpuProf); err != nil {
+				fmt.Fprintln(os.Stderr, "cpu profile:", err)
+			}
+		}()
+	}
 	trainPods := 0
 	err = parallel(*pipelines, 32, func(i int) error {
 		g := trainSizes[i%len(trainSizes)]
@@ -352,6 +363,7 @@ func phasegangRun(ctx context.Context) (result, error) {
 	if err != nil {
 		return result{}, err
 	}
+	fmt.Fprintf(os.Stderr, "  %d PhasedTrainings created in %.1fs\n", *pipelines, time.Since(start).Seconds())
 	for i := range *pipelines {
 		trainPods += int(trainSizes[i%len(trainSizes)])
 	}
@@ -363,15 +375,27 @@ func phasegangRun(ctx context.Context) (result, error) {
 	var pts v1alpha1.PhasedTrainingList
 	if err := k8s.List(ctx, &pts, client.InNamespace(ns)); err == nil {
 		var toGrant []float64
+		granted := map[string]time.Time{}
 		for _, pt := range pts.Items {
 			for _, ps := range pt.Status.Phases {
 				if ps.Name == "train" && ps.ReservedTime != nil {
 					toGrant = append(toGrant, ps.ReservedTime.Sub(pt.CreationTimestamp.Time).Seconds())
+					granted[pt.Name] = ps.ReservedTime.Time
 				}
 			}
 		}
 		fmt.Fprintf(os.Stderr, "  PhasedTraining created → train granted p50 %.0fs p99 %.0fs (%d pipelines)\n",
 			quantile(toGrant, 0.5), quantile(toGrant, 0.99), len(toGrant))
+		var pods corev1.PodList
+		if err := k8s.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{"phasegang.dev/phase": "train"}); err == nil {
+			var toCreate []float64
+			for _, p := range pods.Items {
+				if g, ok := granted[p.Labels["phasegang.dev/pipeline"]]; ok {
+					toCreate = append(toCreate, p.CreationTimestamp.Sub(g).Seconds())
+				}
+			}
+			fmt.Fprintf(os.Stderr, "  train granted → pod created p50 %.0fs p99 %.0fs\n", quantile(toCreate, 0.5), quantile(toCreate, 0.99))
+		}
 	}
 	r.p50, r.p99 = quantile(lat, 0.5), quantile(lat, 0.99)
 	fmt.Fprintf(os.Stderr, "phasegang first wave: %.1f pods/s (p50 %.0fs, p99 %.0fs); waiting for every pipeline to end...\n", r.podsPerSec, r.p50, r.p99)
@@ -405,6 +429,27 @@ func phasegangRun(ctx context.Context) (result, error) {
 	r.requests = scrapeRequests(metricsPort) - baseReq
 	r.cpu, r.rssMiB = procStats(ctl.Process.Pid)
 	return r, nil
+}
+
+// fetch saves url's body to file.
+func fetch(url, file string) error {
+	resp, err := http.Get(url)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("%s: %s", url, resp.Status)
+	}
+	f, err := os.Create(file)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(f, resp.Body); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 // scrapeRequests sums client-go's rest_client_requests_total from the

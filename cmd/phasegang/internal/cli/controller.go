@@ -26,6 +26,7 @@ type controllerFlags struct {
 	interval         time.Duration
 	development      bool
 	workers          int
+	pprofAddr        string
 }
 
 func newController() *cobra.Command {
@@ -59,6 +60,7 @@ OTEL_SDK_DISABLED=true turns it off. See docs/tracing.md.`,
 	fl.DurationVar(&f.interval, "resync", 5*time.Second, "longest pause between scheduling cycles without an event")
 	fl.BoolVar(&f.development, "development", false, "human-readable logs")
 	fl.IntVar(&f.workers, "workers", 8, "PhasedTrainings reconciled at once")
+	fl.StringVar(&f.pprofAddr, "pprof-bind-address", "", "address of Go's /debug/pprof profiles (empty: off)")
 	return cmd
 }
 
@@ -75,6 +77,7 @@ func runController(f *controllerFlags) error {
 		Scheme:                        controllers.Scheme(),
 		Metrics:                       metricsserver.Options{BindAddress: f.metricsAddr},
 		HealthProbeBindAddress:        f.probeAddr,
+		PprofBindAddress:              f.pprofAddr,
 		LeaderElection:                f.leaderElect,
 		LeaderElectionID:              "phasegang.dev",
 		LeaderElectionNamespace:       f.leaderElectionNS,
