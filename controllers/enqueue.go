@@ -34,10 +34,14 @@ type ptEvents struct{}
 
 var _ handler.TypedEventHandler[*v1alpha1.PhasedTraining, reconcile.Request] = ptEvents{}
 
+// Create: a new pipeline is on its own critical path (the scheduler
+// grants only what its status lists as queued), and it must not starve
+// behind pipelines that are already running. A restarted controller's
+// initial list is all alike, so it goes in at one level.
 func (ptEvents) Create(_ context.Context, e event.TypedCreateEvent[*v1alpha1.PhasedTraining], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-	p := priorityNormal
+	p := priorityCritical
 	if e.IsInInitialList {
-		p = priorityLow
+		p = priorityNormal
 	}
 	enqueue(q, p, objectKey(e.Object))
 }
@@ -55,13 +59,19 @@ func (ptEvents) Generic(_ context.Context, e event.TypedGenericEvent[*v1alpha1.P
 }
 
 // ptUpdatePriority: a changed grant (the scheduler reserved, grew, shrank
-// or released a gang) is critical; a resync that changed nothing is low.
+// or released a gang) is critical; a deletion or a new spec is normal.
+// The other status changes are the reconciler's own writes (which need
+// nothing more) or the scheduler's waiting messages: low, as is a resync
+// that changed nothing.
 func ptUpdatePriority(o, n *v1alpha1.PhasedTraining) int {
 	if o.ResourceVersion == n.ResourceVersion {
 		return priorityLow
 	}
-	if len(o.Status.Phases) != len(n.Status.Phases) {
+	if o.Generation != n.Generation || (o.DeletionTimestamp == nil) != (n.DeletionTimestamp == nil) {
 		return priorityNormal
+	}
+	if len(o.Status.Phases) != len(n.Status.Phases) {
+		return priorityLow
 	}
 	for i := range n.Status.Phases {
 		op, np := &o.Status.Phases[i], &n.Status.Phases[i]
@@ -69,7 +79,7 @@ func ptUpdatePriority(o, n *v1alpha1.PhasedTraining) int {
 			return priorityCritical
 		}
 	}
-	return priorityNormal
+	return priorityLow
 }
 
 // podEvents enqueues the PhasedTraining that controls a worker pod, for

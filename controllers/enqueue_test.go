@@ -57,13 +57,14 @@ func TestPTUpdatePriority(t *testing.T) {
 		old, new *v1alpha1.PhasedTraining
 		want     int
 	}{
-		"resync":                {pt("1", queued), pt("1", queued), priorityLow},
-		"first status":          {pt("1"), pt("2", queued), priorityNormal},
-		"granted":               {pt("1", queued), pt("2", granted), priorityCritical},
-		"grown":                 {pt("1", granted), pt("2", grown), priorityCritical},
-		"counts only":           {pt("1", granted), pt("2", counted), priorityNormal},
-		"phase ended":           {pt("1", counted), pt("2", ended), priorityCritical},
-		"spec edit, same phase": {pt("1", granted), pt("2", granted), priorityNormal},
+		"resync":                   {pt("1", queued), pt("1", queued), priorityLow},
+		"first status (own write)": {pt("1"), pt("2", queued), priorityLow},
+		"granted":                  {pt("1", queued), pt("2", granted), priorityCritical},
+		"grown":                    {pt("1", granted), pt("2", grown), priorityCritical},
+		"counts only (own write)":  {pt("1", granted), pt("2", counted), priorityLow},
+		"phase ended":              {pt("1", counted), pt("2", ended), priorityCritical},
+		"spec edited":              {pt("1", granted), withGeneration(pt("2", granted), 2), priorityNormal},
+		"deletion started":         {pt("1", granted), deleting(pt("2", granted)), priorityNormal},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -72,6 +73,16 @@ func TestPTUpdatePriority(t *testing.T) {
 			}
 		})
 	}
+}
+
+func withGeneration(pt *v1alpha1.PhasedTraining, g int64) *v1alpha1.PhasedTraining {
+	pt.Generation = g
+	return pt
+}
+
+func deleting(pt *v1alpha1.PhasedTraining) *v1alpha1.PhasedTraining {
+	pt.DeletionTimestamp = &metav1.Time{}
+	return pt
 }
 
 func TestControllerKey(t *testing.T) {

@@ -472,9 +472,9 @@ func (r *Reconciler) emit(before, after *v1alpha1.PhasedTraining, step phases.St
 			r.Metrics.Releases.Inc()
 		}
 	}
-	for _, q := range step.Queue {
-		r.Recorder.Eventf(after, nil, corev1.EventTypeNormal, "Queued", "Run", "phase %s queued", q)
-	}
+	// A phase being queued has no event of its own: the scheduler's
+	// Reserved says how long it waited, and a phase still waiting says why
+	// in its waitingFor (one write saved per phase).
 	for _, s := range step.Skip {
 		r.Recorder.Eventf(after, nil, corev1.EventTypeNormal, "Skipped", "Run", "phase %s skipped: %s", s.Name, s.Message)
 	}

@@ -322,7 +322,11 @@ func (s *Scheduler) Cycle(ctx context.Context) error {
 		ps.AddHistory(v1alpha1.PhaseEvent{Time: stamp, Type: v1alpha1.PhaseEventReserved, Workers: ps.Workers.Granted, Message: ps.WaitingFor})
 		ps.WaitingFor, ps.Message = "", ""
 		meta.SetStatusCondition(&c.status.Conditions, metav1.Condition{Type: string(v1alpha1.ConditionInfeasible), Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonGangReserved, Message: "the gang fits"})
-		c.events = append(c.events, pendingEvent{corev1.EventTypeNormal, "Reserved", fmt.Sprintf("phase %s: reserved %d workers on %s", phaseLabel(ps), len(rv.Workers), reservationText(ps.Reservation))})
+		waited := ""
+		if ps.QueuedTime != nil {
+			waited = fmt.Sprintf(" after %s queued", now.Sub(ps.QueuedTime.Time).Round(time.Second))
+		}
+		c.events = append(c.events, pendingEvent{corev1.EventTypeNormal, "Reserved", fmt.Sprintf("phase %s: reserved %d workers on %s%s", phaseLabel(ps), len(rv.Workers), reservationText(ps.Reservation), waited)})
 		if s.Metrics != nil {
 			s.Metrics.Grants.Inc()
 			if ps.QueuedTime != nil {

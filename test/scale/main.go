@@ -43,6 +43,7 @@ var (
 	runSecs   = flag.Int("run-seconds", 5, "how long each worker runs")
 	binary    = flag.String("phasegang", "", "phasegang binary (default: go build ./cmd/phasegang)")
 	keep      = flag.Bool("keep", false, "keep the nodes afterwards")
+	workers   = flag.Int("workers", 0, "the controller's --workers (0: its default)")
 	cpuProf   = flag.String("cpuprofile", "", "write a 60 s CPU profile of the controller, taken from the start of the phasegang run, to this file")
 )
 
@@ -93,6 +94,9 @@ func run() error {
 			return fmt.Errorf("the PhasedTraining API is not served: %w", err)
 		}
 		time.Sleep(300 * time.Millisecond)
+	}
+	if err := sweep(ctx); err != nil {
+		return err
 	}
 	fmt.Fprintf(os.Stderr, "creating %d nodes × %d GPUs...\n", *nodeCount, *gpus)
 	if err := createNodes(ctx); err != nil {
@@ -202,6 +206,41 @@ type result struct {
 	requests                 int
 }
 
+// cleanup removes a run's namespace and waits until its pods are gone, so
+// that no run shares the cluster with another's teardown. Pods are deleted
+// at once (grace period 0): waiting for kwok to play every graceful
+// deletion took longer than the runs themselves.
+func cleanup(ns string) {
+	ctx := context.Background()
+	_ = k8s.DeleteAllOf(ctx, &v1alpha1.PhasedTraining{}, client.InNamespace(ns))
+	_ = k8s.DeleteAllOf(ctx, &corev1.Pod{}, client.InNamespace(ns), client.GracePeriodSeconds(0))
+	_ = k8s.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+	for range 600 {
+		var list corev1.PodList
+		if err := k8s.List(ctx, &list, client.InNamespace(ns)); err == nil && len(list.Items) == 0 {
+			return
+		}
+		_ = k8s.DeleteAllOf(ctx, &corev1.Pod{}, client.InNamespace(ns), client.GracePeriodSeconds(0))
+		time.Sleep(time.Second)
+	}
+	fmt.Fprintf(os.Stderr, "scale: namespace %s still has pods after 10 minutes\n", ns)
+}
+
+// sweep cleans up what earlier runs left behind (an interrupted run).
+func sweep(ctx context.Context) error {
+	var nss corev1.NamespaceList
+	if err := k8s.List(ctx, &nss); err != nil {
+		return err
+	}
+	for _, ns := range nss.Items {
+		if strings.HasPrefix(ns.Name, "scale-plain-") || strings.HasPrefix(ns.Name, "scale-pg-") {
+			fmt.Fprintf(os.Stderr, "removing %s, left by an earlier run...\n", ns.Name)
+			cleanup(ns.Name)
+		}
+	}
+	return nil
+}
+
 func namespaceFor(name string) (string, error) {
 	ns := fmt.Sprintf("%s-%d", name, time.Now().Unix())
 	return ns, k8s.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
@@ -214,19 +253,8 @@ func plainRun(ctx context.Context, n int) (result, error) {
 	if err != nil {
 		return result{}, err
 	}
-	// The next run must not share the cluster with this one's teardown:
-	// delete the pods and wait until they are gone.
-	defer func() {
-		_ = k8s.DeleteAllOf(context.Background(), &corev1.Pod{}, client.InNamespace(ns), client.GracePeriodSeconds(0))
-		_ = k8s.Delete(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
-		for range 600 {
-			var list corev1.PodList
-			if err := k8s.List(context.Background(), &list, client.InNamespace(ns)); err == nil && len(list.Items) == 0 {
-				return
-			}
-			time.Sleep(time.Second)
-		}
-	}()
+	// The next run must not share the cluster with this one's teardown.
+	defer cleanup(ns)
 	start := time.Now()
 	err = parallel(n, 64, func(i int) error {
 		// The same worker as a train gang's: it runs runSecs and ends, so
@@ -323,10 +351,13 @@ func phasegangRun(ctx context.Context) (result, error) {
 	if err != nil {
 		return result{}, err
 	}
-	defer k8s.Delete(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+	defer cleanup(ns)
 	metricsPort := "18089"
 	ctl := exec.Command(*binary, "controller", "--metrics-bind-address", "127.0.0.1:"+metricsPort, "--health-probe-bind-address", "0", "--resync", "2s",
 		"--pprof-bind-address", "127.0.0.1:18090")
+	if *workers > 0 {
+		ctl.Args = append(ctl.Args, "--workers", strconv.Itoa(*workers))
+	}
 	logf, _ := os.CreateTemp("", "phasegang-scale-controller-*.log")
 	ctl.Stdout, ctl.Stderr = logf, logf
 	if err := ctl.Start(); err != nil {
