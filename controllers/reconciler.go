@@ -422,6 +422,25 @@ func setConditions(st *v1alpha1.PhasedTrainingStatus, step phases.Step, gen int6
 		set(v1alpha1.ConditionQueued, false, reason, "")
 		return
 	}
+	setPhaseConditions(st, gen)
+}
+
+// setPhaseConditions derives Running and Queued from the phases of a
+// pipeline that has not ended. The scheduler calls it too, so a grant's
+// status write already carries them and the reconcile that follows has
+// no status to write before it creates the pods.
+func setPhaseConditions(st *v1alpha1.PhasedTrainingStatus, gen int64) {
+	set := func(t v1alpha1.ConditionType, on bool, reason, msg string) {
+		status := metav1.ConditionFalse
+		if on {
+			status = metav1.ConditionTrue
+		}
+		if msg == "" {
+			msg = reason
+		}
+		meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: string(t), Status: status, Reason: reason, Message: msg, ObservedGeneration: gen})
+	}
+	infeasible := meta.IsStatusConditionTrue(st.Conditions, string(v1alpha1.ConditionInfeasible))
 	var running, queued []string
 	var waiting string
 	for i := range st.Phases {
@@ -563,23 +582,29 @@ func (r *Reconciler) syncWorkers(ctx context.Context, pt *v1alpha1.PhasedTrainin
 		names = append(names, n)
 	}
 	slices.Sort(names)
-	if len(running) > 0 {
-		// One Service for the pipeline's life (owned, so it goes with the
-		// pipeline). The cache answers the check: a running phase is
-		// reconciled many times, and the Service only needs creating once.
-		svc := buildService(pt)
-		if err := r.Client.Get(ctx, client.ObjectKeyFromObject(svc), &corev1.Service{}); apierrors.IsNotFound(err) {
-			if err := r.Client.Create(ctx, svc, client.FieldOwner(FieldManager)); err != nil && !apierrors.IsAlreadyExists(err) {
-				errs = append(errs, err)
-			}
-		}
-	}
 	// A gang's pods are created in parallel (bounded): they are all
 	// reserved already, and a 64-worker gang should not start one round
 	// trip at a time.
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, podCreators)
+	if len(running) > 0 {
+		// One Service for the pipeline's life (owned, so it goes with the
+		// pipeline), created alongside the first pods: they resolve peers
+		// only once they run. The cache answers the check: a running
+		// phase is reconciled many times, and the Service only needs
+		// creating once.
+		svc := buildService(pt)
+		if err := r.Client.Get(ctx, client.ObjectKeyFromObject(svc), &corev1.Service{}); apierrors.IsNotFound(err) {
+			wg.Go(func() {
+				if err := r.Client.Create(ctx, svc, client.FieldOwner(FieldManager)); err != nil && !apierrors.IsAlreadyExists(err) {
+					mu.Lock()
+					errs = append(errs, err)
+					mu.Unlock()
+				}
+			})
+		}
+	}
 	for _, n := range names {
 		if have[n] {
 			continue

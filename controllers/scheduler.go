@@ -402,6 +402,14 @@ func (s *Scheduler) Cycle(ctx context.Context) error {
 		}
 	}
 
+	// The conditions follow the phases; the reconciler derives the same
+	// ones, so it has nothing to write when it picks the grant up.
+	for _, c := range changes {
+		if !conditionsSettled(c.status) {
+			setPhaseConditions(c.status, c.pt.Generation)
+		}
+	}
+
 	keys := make([]types.NamespacedName, 0, len(changes))
 	for k := range changes {
 		keys = append(keys, k)
@@ -470,6 +478,17 @@ func (s *Scheduler) write(ctx context.Context, key types.NamespacedName, pt *v1a
 		}
 	}
 	return nil
+}
+
+// conditionsSettled: the reconciler owns a finished or invalid pipeline's
+// conditions.
+func conditionsSettled(st *v1alpha1.PhasedTrainingStatus) bool {
+	for _, t := range []v1alpha1.ConditionType{v1alpha1.ConditionSucceeded, v1alpha1.ConditionFailed, v1alpha1.ConditionInvalid} {
+		if meta.IsStatusConditionTrue(st.Conditions, string(t)) {
+			return true
+		}
+	}
+	return false
 }
 
 type pendingEvent struct {

@@ -281,9 +281,18 @@ start kube-scheduler "$bin/kube-scheduler" \
 
 kwok_config=$dir/kwok/kwok.yaml
 {
-  for f in node-initialize.yaml node-heartbeat.yaml pod-ready.yaml pod-delete.yaml; do
+  for f in node-initialize.yaml pod-ready.yaml pod-delete.yaml; do
     cat "$stages_dir/$f"; printf '\n---\n'
   done
+  # kwok's heartbeat rewrites every node's status every 20-25 s: on 1,000
+  # nodes that is ~45 writes/s, more than the workload under test. A real
+  # kubelet reports an unchanged status every 5 minutes (and renews a
+  # Lease). Every 60-70 s stays well inside kube-controller-manager's
+  # --node-monitor-grace-period (120 s below).
+  sed -e 's/durationMilliseconds: 20000$/durationMilliseconds: 60000/' \
+      -e 's/jitterDurationMilliseconds: 25000$/jitterDurationMilliseconds: 70000/' \
+      "$stages_dir/node-heartbeat.yaml"
+  printf '\n---\n'
   cat "$here/kwok/phasegang-stages.yaml"
   # kwok plays every node's kubelet with a few workers (4 for pods by
   # default). Real kubelets work in parallel, one per node, so give kwok

@@ -59,7 +59,7 @@ OTEL_SDK_DISABLED=true turns it off. See docs/tracing.md.`,
 	fl.DurationVar(&f.starvationBound, "starvation-bound", engine.DefaultConfig().StarvationBound, "how long the queue's head waits while smaller gangs backfill")
 	fl.DurationVar(&f.interval, "resync", 5*time.Second, "longest pause between scheduling cycles without an event")
 	fl.BoolVar(&f.development, "development", false, "human-readable logs")
-	fl.IntVar(&f.workers, "workers", 8, "PhasedTrainings reconciled at once")
+	fl.IntVar(&f.workers, "workers", 32, "PhasedTrainings reconciled at once (reconciles mostly wait on the API server)")
 	fl.StringVar(&f.pprofAddr, "pprof-bind-address", "", "address of Go's /debug/pprof profiles (empty: off)")
 	return cmd
 }
