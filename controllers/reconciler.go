@@ -387,18 +387,21 @@ func stopRemaining(st *v1alpha1.PhasedTrainingStatus, now time.Time, msg string)
 	}
 }
 
+// setCondition sets one condition; an empty message repeats the reason.
+func setCondition(st *v1alpha1.PhasedTrainingStatus, gen int64, t v1alpha1.ConditionType, on bool, reason, msg string) {
+	status := metav1.ConditionFalse
+	if on {
+		status = metav1.ConditionTrue
+	}
+	if msg == "" {
+		msg = reason
+	}
+	meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: string(t), Status: status, Reason: reason, Message: msg, ObservedGeneration: gen})
+}
+
 // setConditions derives the conditions from the phases and the step.
 func setConditions(st *v1alpha1.PhasedTrainingStatus, step phases.Step, gen int64) {
-	set := func(t v1alpha1.ConditionType, on bool, reason, msg string) {
-		status := metav1.ConditionFalse
-		if on {
-			status = metav1.ConditionTrue
-		}
-		if msg == "" {
-			msg = reason
-		}
-		meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: string(t), Status: status, Reason: reason, Message: msg, ObservedGeneration: gen})
-	}
+	set := func(t v1alpha1.ConditionType, on bool, reason, msg string) { setCondition(st, gen, t, on, reason, msg) }
 	infeasible := meta.IsStatusConditionTrue(st.Conditions, string(v1alpha1.ConditionInfeasible))
 	switch step.State {
 	case v1alpha1.PipelineSucceeded, v1alpha1.PipelineFailed:
@@ -430,16 +433,7 @@ func setConditions(st *v1alpha1.PhasedTrainingStatus, step phases.Step, gen int6
 // status write already carries them and the reconcile that follows has
 // no status to write before it creates the pods.
 func setPhaseConditions(st *v1alpha1.PhasedTrainingStatus, gen int64) {
-	set := func(t v1alpha1.ConditionType, on bool, reason, msg string) {
-		status := metav1.ConditionFalse
-		if on {
-			status = metav1.ConditionTrue
-		}
-		if msg == "" {
-			msg = reason
-		}
-		meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: string(t), Status: status, Reason: reason, Message: msg, ObservedGeneration: gen})
-	}
+	set := func(t v1alpha1.ConditionType, on bool, reason, msg string) { setCondition(st, gen, t, on, reason, msg) }
 	infeasible := meta.IsStatusConditionTrue(st.Conditions, string(v1alpha1.ConditionInfeasible))
 	var running, queued []string
 	var waiting string

@@ -2,8 +2,11 @@ package controllers
 
 import (
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 
 	"github.com/phasegang/phasegang/apis/v1alpha1"
 )
@@ -69,5 +72,48 @@ func TestPhaseLabel(t *testing.T) {
 				t.Errorf("got %q, want %q", got, tc.want)
 			}
 		})
+	}
+}
+
+// reconcileStatus is the status the reconciler would write for pt with
+// these pods (Reconcile's pure part).
+func reconcileStatus(t *testing.T, pt *v1alpha1.PhasedTraining, pods []corev1.Pod, now time.Time) *v1alpha1.PhasedTrainingStatus {
+	pl := compilePT(t, pt)
+	st := pt.Status.DeepCopy()
+	step := pl.Next(st, observe(pt, pl, st, pods, now), now)
+	pl.Apply(st, step, now)
+	recordHistory(st, step, now)
+	setConditions(st, step, pt.Generation)
+	st.State = v1alpha1.StateFromConditions(st.Conditions)
+	st.ObservedGeneration = pt.Generation
+	return st
+}
+
+// The scheduler's grant write carries the conditions the reconciler
+// derives, so the reconcile that picks the grant up writes no status and
+// goes straight to creating the pods.
+func TestGrantCarriesTheReconcilersConditions(t *testing.T) {
+	now := time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)
+	pt := makePT("job").phase("train", 2).obj()
+	pt.Status = *reconcileStatus(t, pt, nil, now)
+	if len(pt.Status.Phases) != 1 || pt.Status.Phases[0].State != v1alpha1.PhaseQueued {
+		t.Fatalf("setup: want train queued, got %+v", pt.Status.Phases)
+	}
+
+	// What Scheduler.Cycle does for a Reserve, then for every change.
+	st := pt.Status.DeepCopy()
+	ps := &st.Phases[0]
+	ps.State, ps.Assignments = v1alpha1.PhaseRunning, []string{"n1", "n2"}
+	setReservation(ps)
+	setPhaseConditions(st, pt.Generation)
+	st.State = v1alpha1.StateFromConditions(st.Conditions)
+	pt.Status = *st
+
+	after := reconcileStatus(t, pt, nil, now.Add(time.Second))
+	if !equality.Semantic.DeepEqual(&pt.Status, after) {
+		t.Errorf("the reconcile after a grant would write the status again:\n%s", cmp.Diff(pt.Status, *after))
+	}
+	if pt.Status.State != v1alpha1.PipelineRunning {
+		t.Errorf("state after the grant = %s, want Running", pt.Status.State)
 	}
 }
