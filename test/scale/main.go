@@ -116,6 +116,12 @@ func run() error {
 		return err
 	}
 	fmt.Fprintf(os.Stderr, "plain: %.1f pods/s\n", plain.podsPerSec)
+	fmt.Fprintf(os.Stderr, "plain, 3 phases: %d pipelines driven through their phases with plain pods...\n", *pipelines)
+	plain3, err := plainPhasesRun(ctx)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "plain, 3 phases: %.1f pods/s\n", plain3.podsPerSec)
 	fmt.Fprintf(os.Stderr, "phasegang: %d pipelines...\n", *pipelines)
 	pg, err := phasegangRun(ctx)
 	if err != nil {
@@ -129,6 +135,13 @@ func run() error {
 	fmt.Printf("%-34s %12.2f %12.2f\n", "p50 pod latency to Running (s)", plain.p50, pg.p50)
 	fmt.Printf("%-34s %12.2f %12.2f\n", "p99 pod latency to Running (s)", plain.p99, pg.p99)
 	fmt.Printf("\nratio phasegang/plain (pods/s): %.2f (target >= 0.9)\n", pg.podsPerSec/plain.podsPerSec)
+	fmt.Printf("\n%-34s %12s %12s\n", "whole run (3 phases)", "plain pods", "phasegang")
+	fmt.Printf("%-34s %12d %12d\n", "pods", plain3.pods, pg.whole.pods)
+	fmt.Printf("%-34s %12.1f %12.1f\n", "pods/s, creation to Running", plain3.podsPerSec, pg.whole.podsPerSec)
+	fmt.Printf("%-34s %12.2f %12.2f\n", "p50 pod latency to Running (s)", plain3.p50, pg.whole.p50)
+	fmt.Printf("%-34s %12.2f %12.2f\n", "p99 pod latency to Running (s)", plain3.p99, pg.whole.p99)
+	fmt.Printf("%-34s %12.1f %12.1f\n", "every pipeline ended (s)", plain3.total.Seconds(), pg.total.Seconds())
+	fmt.Printf("\nratio phasegang/plain, whole run (pods/s): %.2f\n", pg.whole.podsPerSec/plain3.podsPerSec)
 	fmt.Printf("all %d pipelines succeeded in %.1fs; %d pods in all\n", *pipelines, pg.total.Seconds(), pg.allPods)
 	fmt.Printf("controller: CPU %.1fs (user+sys), peak RSS %d MiB, %.1f API requests per pipeline (%d in all)\n",
 		pg.cpu.Seconds(), pg.rssMiB, float64(pg.requests)/float64(*pipelines), pg.requests)
@@ -198,6 +211,7 @@ func workerSpec(seconds int) corev1.PodTemplateSpec {
 }
 
 type result struct {
+	whole                    *result // phasegang: every pod of every phase
 	pods, trainPods, allPods int
 	podsPerSec, p50, p99     float64
 	total                    time.Duration
@@ -233,7 +247,7 @@ func sweep(ctx context.Context) error {
 		return err
 	}
 	for _, ns := range nss.Items {
-		if strings.HasPrefix(ns.Name, "scale-plain-") || strings.HasPrefix(ns.Name, "scale-pg-") {
+		if strings.HasPrefix(ns.Name, "scale-plain") || strings.HasPrefix(ns.Name, "scale-pg-") {
 			fmt.Fprintf(os.Stderr, "removing %s, left by an earlier run...\n", ns.Name)
 			cleanup(ns.Name)
 		}
@@ -274,6 +288,108 @@ func plainRun(ctx context.Context, n int) (result, error) {
 	r := result{pods: n, podsPerSec: float64(n) / last.Sub(start).Seconds()}
 	r.p50, r.p99 = quantile(lat, 0.5), quantile(lat, 0.99)
 	return r, nil
+}
+
+// phaseSizes are pipeline i's gang sizes: train, validate, test.
+func phaseSizes(i int) [3]int32 {
+	g := trainSizes[i%len(trainSizes)]
+	return [3]int32{g, max(1, g/4), 1}
+}
+
+// plainPhasesRun drives the same pipelines through the same three phases
+// with plain pods and no phasegang: a phase's pods are created directly
+// once every pod of the pipeline's previous phase has ended, as a workflow
+// engine or a user's script would, and kube-scheduler places each pod on
+// its own. Both sides then create, start and end the same pods with the
+// same dependencies; what differs is who decides.
+func plainPhasesRun(ctx context.Context) (result, error) {
+	ns, err := namespaceFor("scale-plain3")
+	if err != nil {
+		return result{}, err
+	}
+	defer cleanup(ns)
+	create := func(i, phase int) error {
+		n := int(phaseSizes(i)[phase])
+		return parallel(n, 16, func(w int) error {
+			t := workerSpec(*runSecs)
+			p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("plain-%04d-%d-%d", i, phase, w), Annotations: t.Annotations,
+				Labels: map[string]string{"bench": "plain3", "pipeline": strconv.Itoa(i), "phase": strconv.Itoa(phase)}}, Spec: t.Spec}
+			if err := k8s.Create(ctx, p); err != nil && !apierrors.IsAlreadyExists(err) {
+				return err
+			}
+			return nil
+		})
+	}
+	start := time.Now()
+	phase := make([]int, *pipelines) // the phase whose pods exist; 3: done
+	if err := parallel(*pipelines, 32, func(i int) error { return create(i, 0) }); err != nil {
+		return result{}, err
+	}
+	deadline := time.Now().Add(20 * time.Minute)
+	for {
+		var list corev1.PodList
+		if err := k8s.List(ctx, &list, client.InNamespace(ns)); err != nil {
+			return result{}, err
+		}
+		ended := make([][3]int32, *pipelines)
+		for _, p := range list.Items {
+			if p.Status.Phase == corev1.PodFailed {
+				return result{}, fmt.Errorf("plain pod %s failed", p.Name)
+			}
+			if p.Status.Phase == corev1.PodSucceeded {
+				i, _ := strconv.Atoi(p.Labels["pipeline"])
+				k, _ := strconv.Atoi(p.Labels["phase"])
+				ended[i][k]++
+			}
+		}
+		var next []int
+		done := 0
+		for i := range *pipelines {
+			if phase[i] < 3 && ended[i][phase[i]] == phaseSizes(i)[phase[i]] {
+				phase[i]++
+				if phase[i] < 3 {
+					next = append(next, i)
+				}
+			}
+			if phase[i] == 3 {
+				done++
+			}
+		}
+		if err := parallel(len(next), 32, func(j int) error { return create(next[j], phase[next[j]]) }); err != nil {
+			return result{}, err
+		}
+		if done == *pipelines {
+			r := *wholeRun(list.Items, start)
+			r.total = time.Since(start)
+			return r, nil
+		}
+		if time.Now().After(deadline) {
+			return result{}, fmt.Errorf("only %d of %d plain pipelines ended within 20 minutes", done, *pipelines)
+		}
+		time.Sleep(time.Second)
+	}
+}
+
+// wholeRun is pods/s from start to the last pod's Running, over every pod.
+func wholeRun(pods []corev1.Pod, start time.Time) *result {
+	var lat []float64
+	var last time.Time
+	for i := range pods {
+		started := runningSince(&pods[i])
+		if started.IsZero() {
+			continue
+		}
+		lat = append(lat, started.Sub(pods[i].CreationTimestamp.Time).Seconds())
+		if started.After(last) {
+			last = started
+		}
+	}
+	r := &result{pods: len(lat)}
+	if len(lat) > 0 {
+		r.podsPerSec = float64(len(lat)) / last.Sub(start).Seconds()
+		r.p50, r.p99 = quantile(lat, 0.5), quantile(lat, 0.99)
+	}
+	return r
 }
 
 // waitRunning waits until n pods matching labels have run, and returns
@@ -381,8 +497,8 @@ func phasegangRun(ctx context.Context) (result, error) {
 	}
 	trainPods := 0
 	err = parallel(*pipelines, 32, func(i int) error {
-		g := trainSizes[i%len(trainSizes)]
-		v := max(1, g/4)
+		sz := phaseSizes(i)
+		g, v := sz[0], sz[1]
 		pt := &v1alpha1.PhasedTraining{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("p-%04d", i)},
 			Spec: v1alpha1.PhasedTrainingSpec{Phases: []v1alpha1.Phase{
 				{Name: "train", Gang: v1alpha1.Gang{Min: g}, Template: workerSpec(*runSecs)},
@@ -457,6 +573,7 @@ func phasegangRun(ctx context.Context) (result, error) {
 	var all corev1.PodList
 	_ = k8s.List(ctx, &all, client.InNamespace(ns))
 	r.allPods = len(all.Items)
+	r.whole = wholeRun(all.Items, start)
 	r.requests = scrapeRequests(metricsPort) - baseReq
 	r.cpu, r.rssMiB = procStats(ctl.Process.Pid)
 	return r, nil
