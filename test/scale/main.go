@@ -43,6 +43,7 @@ var (
 	runSecs   = flag.Int("run-seconds", 5, "how long each worker runs")
 	binary    = flag.String("phasegang", "", "phasegang binary (default: go build ./cmd/phasegang)")
 	keep      = flag.Bool("keep", false, "keep the nodes afterwards")
+	shaped    = flag.Bool("plain-shaped", false, "give the first plain run's pods a phasegang worker's shape (hostname, subdomain, environment, pinned to a node) and skip the other runs: separates what the pods are from what the controller does")
 	workers   = flag.Int("workers", 0, "the controller's --workers (0: its default)")
 	cpuProf   = flag.String("cpuprofile", "", "write a 60 s CPU profile of the controller, taken from the start of the phasegang run, to this file")
 )
@@ -116,6 +117,9 @@ func run() error {
 		return err
 	}
 	fmt.Fprintf(os.Stderr, "plain: %.1f pods/s\n", plain.podsPerSec)
+	if *shaped {
+		return nil
+	}
 	fmt.Fprintf(os.Stderr, "plain, 3 phases: %d pipelines driven through their phases with plain pods...\n", *pipelines)
 	plain3, err := plainPhasesRun(ctx)
 	if err != nil {
@@ -275,6 +279,9 @@ func plainRun(ctx context.Context, n int) (result, error) {
 		// kwok (the nodes' kubelets) does the same work per pod in both runs.
 		t := workerSpec(*runSecs)
 		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("plain-%05d", i), Annotations: t.Annotations, Labels: map[string]string{"bench": "plain"}}, Spec: t.Spec}
+		if *shaped {
+			shapeLikeWorker(p, i)
+		}
 		return k8s.Create(ctx, p)
 	})
 	if err != nil {
@@ -390,6 +397,27 @@ func wholeRun(pods []corev1.Pod, start time.Time) *result {
 		r.p50, r.p99 = quantile(lat, 0.5), quantile(lat, 0.99)
 	}
 	return r
+}
+
+// shapeLikeWorker gives a plain pod what a phasegang worker pod carries
+// beyond its template: hostname and subdomain, the distributed-training
+// environment, and a required node affinity pinning it to one node.
+func shapeLikeWorker(p *corev1.Pod, i int) {
+	p.Spec.Hostname, p.Spec.Subdomain = fmt.Sprintf("train-%d", i%16), fmt.Sprintf("p-%04d", i/16)
+	peers := make([]string, 8)
+	for j := range peers {
+		peers[j] = fmt.Sprintf("train-%d.p-%04d.ns.svc:2222", j, i/16)
+	}
+	for _, kv := range [][2]string{{"PHASEGANG_WORKER_INDEX", "0"}, {"PHASEGANG_WORLD_SIZE", "8"}, {"PHASEGANG_PEERS", strings.Join(peers, ",")},
+		{"PHASEGANG_PHASE", "train"}, {"PHASEGANG_ITERATION", "0"}, {"PHASEGANG_ATTEMPT", "0"},
+		{"TF_CONFIG", `{"cluster":{"worker":["` + strings.Join(peers, `","`) + `"]},"task":{"index":0,"type":"worker"}}`},
+		{"RANK", "0"}, {"WORLD_SIZE", "8"}, {"MASTER_ADDR", peers[0]}, {"MASTER_PORT", "29500"}} {
+		p.Spec.Containers[0].Env = append(p.Spec.Containers[0].Env, corev1.EnvVar{Name: kv[0], Value: kv[1]})
+	}
+	p.Spec.RestartPolicy = corev1.RestartPolicyNever
+	p.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
+		NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchFields: []corev1.NodeSelectorRequirement{{
+			Key: "metadata.name", Operator: corev1.NodeSelectorOpIn, Values: []string{fmt.Sprintf("scale-%04d", i%*nodeCount)}}}}}}}}
 }
 
 // waitRunning waits until n pods matching labels have run, and returns
