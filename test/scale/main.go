@@ -401,7 +401,8 @@ func wholeRun(pods []corev1.Pod, start time.Time) *result {
 
 // shapeLikeWorker gives a plain pod what a phasegang worker pod carries
 // beyond its template: hostname and subdomain, the distributed-training
-// environment, and a required node affinity pinning it to one node.
+// environment, and a required node affinity pinning it to one node, with
+// nodes filled one after the other as phasegang's packing fills them.
 func shapeLikeWorker(p *corev1.Pod, i int) {
 	p.Spec.Hostname, p.Spec.Subdomain = fmt.Sprintf("train-%d", i%16), fmt.Sprintf("p-%04d", i/16)
 	peers := make([]string, 8)
@@ -417,7 +418,7 @@ func shapeLikeWorker(p *corev1.Pod, i int) {
 	p.Spec.RestartPolicy = corev1.RestartPolicyNever
 	p.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
 		NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchFields: []corev1.NodeSelectorRequirement{{
-			Key: "metadata.name", Operator: corev1.NodeSelectorOpIn, Values: []string{fmt.Sprintf("scale-%04d", i%*nodeCount)}}}}}}}}
+			Key: "metadata.name", Operator: corev1.NodeSelectorOpIn, Values: []string{fmt.Sprintf("scale-%04d", (i / *gpus)%*nodeCount)}}}}}}}}
 }
 
 // waitRunning waits until n pods matching labels have run, and returns
