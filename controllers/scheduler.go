@@ -483,12 +483,8 @@ func (s *Scheduler) write(ctx context.Context, key types.NamespacedName, pt *v1a
 // conditionsSettled: the reconciler owns a finished or invalid pipeline's
 // conditions.
 func conditionsSettled(st *v1alpha1.PhasedTrainingStatus) bool {
-	for _, t := range []v1alpha1.ConditionType{v1alpha1.ConditionSucceeded, v1alpha1.ConditionFailed, v1alpha1.ConditionInvalid} {
-		if meta.IsStatusConditionTrue(st.Conditions, string(t)) {
-			return true
-		}
-	}
-	return false
+	s := v1alpha1.StateFromConditions(st.Conditions)
+	return pipelineEnded(s) || s == v1alpha1.PipelineInvalid
 }
 
 type pendingEvent struct {

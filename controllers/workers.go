@@ -87,6 +87,18 @@ func buildWorkerPod(pt *v1alpha1.PhasedTraining, phase *v1alpha1.Phase, ps *v1al
 	return pod
 }
 
+// WorkerPod is the pod phasegang creates for worker index of the reserved
+// phase attempt ps of pt, pinned to node; worldSize is the gang's size.
+// It is exported for tools that need exactly that pod's shape (test/scale's
+// control run); the reconciler is the only one that creates these pods.
+func WorkerPod(pt *v1alpha1.PhasedTraining, ps *v1alpha1.PhaseStatus, index int32, node string, worldSize int32) (*corev1.Pod, error) {
+	phase := specPhase(pt, ps.Name)
+	if phase == nil {
+		return nil, fmt.Errorf("%s has no phase %q", pt.Name, ps.Name)
+	}
+	return buildWorkerPod(pt, phase, ps, index, node, worldSize), nil
+}
+
 // pinToNode adds a required node affinity on the node's name to every
 // node-selector term (terms are ORed, so the pin must be in each). It
 // matches the metadata.name field rather than the kubernetes.io/hostname

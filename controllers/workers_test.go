@@ -414,3 +414,21 @@ func TestWorkerDNSNamesValid(t *testing.T) {
 		}
 	}
 }
+
+// WorkerPod is buildWorkerPod for the named phase, and an error for a
+// phase the spec does not have.
+func TestWorkerPod(t *testing.T) {
+	pt := makePT("job").phase("train", 2).obj()
+	ps := running("train", "n1", "n2")
+	got, err := WorkerPod(pt, &ps, 1, "n2", 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff(buildWorkerPod(pt, &pt.Spec.Phases[0], &ps, 1, "n2", 2), got); d != "" {
+		t.Errorf("WorkerPod differs from buildWorkerPod (-want +got):\n%s", d)
+	}
+	other := running("eval", "n1")
+	if _, err := WorkerPod(pt, &other, 0, "n1", 1); err == nil {
+		t.Errorf("WorkerPod for a phase the spec lacks: no error")
+	}
+}

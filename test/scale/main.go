@@ -280,7 +280,9 @@ func plainRun(ctx context.Context, n int) (result, error) {
 		t := workerSpec(*runSecs)
 		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("plain-%05d", i), Annotations: t.Annotations, Labels: map[string]string{"bench": "plain"}}, Spec: t.Spec}
 		if *shaped {
-			shapeLikeWorker(p, i)
+			if err := shapeLikeWorker(p, i); err != nil {
+				return err
+			}
 		}
 		return k8s.Create(ctx, p)
 	})
@@ -379,46 +381,63 @@ func plainPhasesRun(ctx context.Context) (result, error) {
 
 // wholeRun is pods/s from start to the last pod's Running, over every pod.
 func wholeRun(pods []corev1.Pod, start time.Time) *result {
-	var lat []float64
-	var last time.Time
-	for i := range pods {
-		started := runningSince(&pods[i])
-		if started.IsZero() {
-			continue
-		}
-		lat = append(lat, started.Sub(pods[i].CreationTimestamp.Time).Seconds())
-		if started.After(last) {
-			last = started
-		}
-	}
-	r := &result{pods: len(lat)}
-	if len(lat) > 0 {
-		r.podsPerSec = float64(len(lat)) / last.Sub(start).Seconds()
-		r.p50, r.p99 = quantile(lat, 0.5), quantile(lat, 0.99)
+	m := measure(pods)
+	r := &result{pods: len(m.latency)}
+	if len(m.latency) > 0 {
+		r.podsPerSec = float64(len(m.latency)) / m.last.Sub(start).Seconds()
+		r.p50, r.p99 = quantile(m.latency, 0.5), quantile(m.latency, 0.99)
 	}
 	return r
 }
 
-// shapeLikeWorker gives a plain pod what a phasegang worker pod carries
-// beyond its template: hostname and subdomain, the distributed-training
-// environment, and a required node affinity pinning it to one node, with
-// nodes filled one after the other as phasegang's packing fills them.
-func shapeLikeWorker(p *corev1.Pod, i int) {
-	p.Spec.Hostname, p.Spec.Subdomain = fmt.Sprintf("train-%d", i%16), fmt.Sprintf("p-%04d", i/16)
-	peers := make([]string, 8)
-	for j := range peers {
-		peers[j] = fmt.Sprintf("train-%d.p-%04d.ns.svc:2222", j, i/16)
+// podTimes are the started pods' latencies, in seconds: creation →
+// Running, and split at the binding where the pod records it; last is when
+// the last of them got Running.
+type podTimes struct {
+	latency, toBound, toRun []float64
+	last                    time.Time
+}
+
+func measure(pods []corev1.Pod) podTimes {
+	var m podTimes
+	for i := range pods {
+		p := &pods[i]
+		started := runningSince(p)
+		if started.IsZero() {
+			continue
+		}
+		m.latency = append(m.latency, started.Sub(p.CreationTimestamp.Time).Seconds())
+		if started.After(m.last) {
+			m.last = started
+		}
+		if b := boundAt(p); !b.IsZero() {
+			m.toBound = append(m.toBound, b.Sub(p.CreationTimestamp.Time).Seconds())
+			m.toRun = append(m.toRun, started.Sub(b).Seconds())
+		}
 	}
-	for _, kv := range [][2]string{{"PHASEGANG_WORKER_INDEX", "0"}, {"PHASEGANG_WORLD_SIZE", "8"}, {"PHASEGANG_PEERS", strings.Join(peers, ",")},
-		{"PHASEGANG_PHASE", "train"}, {"PHASEGANG_ITERATION", "0"}, {"PHASEGANG_ATTEMPT", "0"},
-		{"TF_CONFIG", `{"cluster":{"worker":["` + strings.Join(peers, `","`) + `"]},"task":{"index":0,"type":"worker"}}`},
-		{"RANK", "0"}, {"WORLD_SIZE", "8"}, {"MASTER_ADDR", peers[0]}, {"MASTER_PORT", "29500"}} {
-		p.Spec.Containers[0].Env = append(p.Spec.Containers[0].Env, corev1.EnvVar{Name: kv[0], Value: kv[1]})
+	return m
+}
+
+// shapeLikeWorker gives plain pod i the shape of a phasegang worker: the
+// pod the controller would build (controllers.WorkerPod: hostname and
+// subdomain, the distributed-training environment, a required node
+// affinity pinning it to one node) for worker i%8 of an 8-worker train
+// gang, with nodes filled one after the other as phasegang's packing fills
+// them. It has no owner: no PhasedTraining exists, and the garbage
+// collector would delete a pod whose owner is missing.
+func shapeLikeWorker(p *corev1.Pod, i int) error {
+	pt := &v1alpha1.PhasedTraining{
+		ObjectMeta: metav1.ObjectMeta{Namespace: p.Namespace, Name: fmt.Sprintf("p-%04d", i/8)},
+		Spec:       v1alpha1.PhasedTrainingSpec{Phases: []v1alpha1.Phase{{Name: "train", Gang: v1alpha1.Gang{Min: 8}, Template: workerSpec(*runSecs)}}},
 	}
-	p.Spec.RestartPolicy = corev1.RestartPolicyNever
-	p.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
-		NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchFields: []corev1.NodeSelectorRequirement{{
-			Key: "metadata.name", Operator: corev1.NodeSelectorOpIn, Values: []string{fmt.Sprintf("scale-%04d", (i / *gpus)%*nodeCount)}}}}}}}}
+	node := fmt.Sprintf("scale-%04d", (i / *gpus)%*nodeCount)
+	ps := &v1alpha1.PhaseStatus{Name: "train", State: v1alpha1.PhaseRunning, Assignments: slices.Repeat([]string{node}, 8)}
+	w, err := controllers.WorkerPod(pt, ps, int32(i%8), node, 8)
+	if err != nil {
+		return err
+	}
+	p.Spec = w.Spec
+	return nil
 }
 
 // waitRunning waits until n pods matching labels have run, and returns
@@ -430,30 +449,14 @@ func waitRunning(ctx context.Context, ns string, labels map[string]string, n int
 		if err := k8s.List(ctx, &list, client.InNamespace(ns), client.MatchingLabels(labels)); err != nil {
 			return nil, time.Time{}, err
 		}
-		var lat []float64
-		var last time.Time
-		var toBound, toRun []float64
-		for _, p := range list.Items {
-			started := runningSince(&p)
-			if started.IsZero() {
-				continue
-			}
-			lat = append(lat, started.Sub(p.CreationTimestamp.Time).Seconds())
-			if started.After(last) {
-				last = started
-			}
-			if b := boundAt(&p); !b.IsZero() {
-				toBound = append(toBound, b.Sub(p.CreationTimestamp.Time).Seconds())
-				toRun = append(toRun, started.Sub(b).Seconds())
-			}
-		}
-		if len(lat) >= n {
+		m := measure(list.Items)
+		if len(m.latency) >= n {
 			fmt.Fprintf(os.Stderr, "  created → bound p50 %.0fs p99 %.0fs; bound → Running p50 %.0fs p99 %.0fs (1 s resolution)\n",
-				quantile(toBound, 0.5), quantile(toBound, 0.99), quantile(toRun, 0.5), quantile(toRun, 0.99))
-			return lat, last, nil
+				quantile(m.toBound, 0.5), quantile(m.toBound, 0.99), quantile(m.toRun, 0.5), quantile(m.toRun, 0.99))
+			return m.latency, m.last, nil
 		}
 		if time.Now().After(deadline) {
-			return nil, time.Time{}, fmt.Errorf("only %d of %d pods ran within %v", len(lat), n, timeout)
+			return nil, time.Time{}, fmt.Errorf("only %d of %d pods ran within %v", len(m.latency), n, timeout)
 		}
 		time.Sleep(time.Second)
 	}
