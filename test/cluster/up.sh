@@ -9,6 +9,7 @@
 #   --dir DIR    state dir (default ${TMPDIR:-/tmp}/phasegang-cluster); must not hold a running cluster
 #   --bin-dir    use binaries from BIN instead of running build.sh (env PHASEGANG_K8S_BIN works too)
 #   --timeout    seconds to wait for each component (default 90)
+#   --profiling  serve kube-apiserver's /debug/pprof (test/scale -apiserver-profile)
 #
 # Needs curl, setsid, base64, od and openssl (without openssl it builds
 # test/tools/cmd/certgen with Go instead).
@@ -25,6 +26,7 @@ gpus=8
 dir=${TMPDIR:-/tmp}/phasegang-cluster
 bin=${PHASEGANG_K8S_BIN:-}
 timeout=90
+profiling=false
 
 die() { echo "up.sh: error: $*" >&2; exit 1; }
 usage() { awk 'NR>1 && /^#/ {sub(/^# ?/, ""); print; next} NR>1 {exit}' "${BASH_SOURCE[0]}"; }
@@ -41,6 +43,7 @@ while (($#)); do
     --bin-dir=*) bin=${1#*=}; shift ;;
     --timeout) timeout=${2:?--timeout needs a value}; shift 2 ;;
     --timeout=*) timeout=${1#*=}; shift ;;
+    --profiling) profiling=true; shift ;;
     -h|--help) usage; exit 0 ;;
     *) usage >&2; die "unknown argument '$1'" ;;
   esac
@@ -249,7 +252,7 @@ start kube-apiserver "$bin/kube-apiserver" \
   --disable-admission-plugins=ServiceAccount,TaintNodesByCondition \
   --endpoint-reconciler-type=none \
   --allow-privileged=true \
-  --profiling=false
+  --profiling="$profiling"
 wait_for kube-apiserver "kube-apiserver /readyz" "$kubectl" --kubeconfig "$kubeconfig" get --raw /readyz
 
 # ---------------------------------------------------------------- controllers, scheduler, kwok

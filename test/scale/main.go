@@ -29,6 +29,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/config"
 
@@ -46,9 +47,13 @@ var (
 	shaped    = flag.Bool("plain-shaped", false, "give the first plain run's pods a phasegang worker's shape (hostname, subdomain, environment, pinned to a node) and skip the other runs: separates what the pods are from what the controller does")
 	workers   = flag.Int("workers", 0, "the controller's --workers (0: its default)")
 	cpuProf   = flag.String("cpuprofile", "", "write a 60 s CPU profile of the controller, taken from the start of the phasegang run, to this file")
+	apiProf   = flag.String("apiserver-profile", "", "write a 60 s CPU profile of kube-apiserver, taken from the start of the phasegang run, to this file (needs test/cluster/up.sh --profiling)")
 )
 
-var k8s client.Client
+var (
+	k8s     client.Client
+	restCfg *rest.Config
+)
 
 func main() {
 	flag.Parse()
@@ -69,6 +74,7 @@ func run() error {
 		return err
 	}
 	cfg.QPS, cfg.Burst = 500, 1000
+	restCfg = cfg
 	k8s, err = client.New(cfg, client.Options{Scheme: controllers.Scheme()})
 	if err != nil {
 		return err
@@ -81,6 +87,9 @@ func run() error {
 		if err := b.Run(); err != nil {
 			return fmt.Errorf("building phasegang: %w", err)
 		}
+	}
+	if name := filepath.Base(*binary); !slices.Contains(components, name) {
+		components[len(components)-1] = name[:min(len(name), 15)]
 	}
 	apply := exec.Command("kubectl", "apply", "--server-side", "-f", "config/crd/bases")
 	apply.Stdout, apply.Stderr = os.Stderr, os.Stderr
@@ -118,6 +127,7 @@ func run() error {
 	}
 	fmt.Fprintf(os.Stderr, "plain: %.1f pods/s\n", plain.podsPerSec)
 	if *shaped {
+		printUsage([]string{"plain"}, []usage{plain.used})
 		return nil
 	}
 	fmt.Fprintf(os.Stderr, "plain, 3 phases: %d pipelines driven through their phases with plain pods...\n", *pipelines)
@@ -149,6 +159,7 @@ func run() error {
 	fmt.Printf("all %d pipelines succeeded in %.1fs; %d pods in all\n", *pipelines, pg.total.Seconds(), pg.allPods)
 	fmt.Printf("controller: CPU %.1fs (user+sys), peak RSS %d MiB, %.1f API requests per pipeline (%d in all)\n",
 		pg.cpu.Seconds(), pg.rssMiB, float64(pg.requests)/float64(*pipelines), pg.requests)
+	printUsage([]string{"plain", "plain, 3 ph.", "phasegang"}, []usage{plain.used, plain3.used, pg.used})
 	return nil
 }
 
@@ -222,6 +233,7 @@ type result struct {
 	cpu                      time.Duration
 	rssMiB                   int64
 	requests                 int
+	used                     usage // what the cluster spent, from start to the measured end
 }
 
 // cleanup removes a run's namespace and waits until its pods are gone, so
@@ -273,6 +285,7 @@ func plainRun(ctx context.Context, n int) (result, error) {
 	}
 	// The next run must not share the cluster with this one's teardown.
 	defer cleanup(ns)
+	before := snapshot(ctx, restCfg)
 	start := time.Now()
 	err = parallel(n, 64, func(i int) error {
 		// The same worker as a train gang's: it runs runSecs and ends, so
@@ -294,7 +307,7 @@ func plainRun(ctx context.Context, n int) (result, error) {
 	if err != nil {
 		return result{}, err
 	}
-	r := result{pods: n, podsPerSec: float64(n) / last.Sub(start).Seconds()}
+	r := result{pods: n, podsPerSec: float64(n) / last.Sub(start).Seconds(), used: snapshot(ctx, restCfg).since(before)}
 	r.p50, r.p99 = quantile(lat, 0.5), quantile(lat, 0.99)
 	return r, nil
 }
@@ -329,6 +342,7 @@ func plainPhasesRun(ctx context.Context) (result, error) {
 			return nil
 		})
 	}
+	before := snapshot(ctx, restCfg)
 	start := time.Now()
 	phase := make([]int, *pipelines) // the phase whose pods exist; 3: done
 	if err := parallel(*pipelines, 32, func(i int) error { return create(i, 0) }); err != nil {
@@ -370,6 +384,7 @@ func plainPhasesRun(ctx context.Context) (result, error) {
 		if done == *pipelines {
 			r := *wholeRun(list.Items, start)
 			r.total = time.Since(start)
+			r.used = snapshot(ctx, restCfg).since(before)
 			return r, nil
 		}
 		if time.Now().After(deadline) {
@@ -518,12 +533,19 @@ func phasegangRun(ctx context.Context) (result, error) {
 	}()
 	time.Sleep(2 * time.Second)
 	baseReq := scrapeRequests(metricsPort)
-
+	before := snapshot(ctx, restCfg)
 	start := time.Now()
 	if *cpuProf != "" {
 		go func() {
 			if err := fetch("http://127.0.0.1:18090/debug/pprof/profile?seconds=60", *cpuProf); err != nil {
 				fmt.Fprintln(os.Stderr, "cpu profile:", err)
+			}
+		}()
+	}
+	if *apiProf != "" {
+		go func() {
+			if err := apiserverProfile(ctx, *apiProf); err != nil {
+				fmt.Fprintln(os.Stderr, "kube-apiserver profile:", err)
 			}
 		}()
 	}
@@ -602,6 +624,7 @@ func phasegangRun(ctx context.Context) (result, error) {
 		time.Sleep(time.Second)
 	}
 	r.total = time.Since(start)
+	r.used = snapshot(ctx, restCfg).since(before)
 	var all corev1.PodList
 	_ = k8s.List(ctx, &all, client.InNamespace(ns))
 	r.allPods = len(all.Items)

@@ -1,0 +1,209 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"k8s.io/client-go/rest"
+)
+
+// usage is what the cluster spent during a run: each control-plane
+// process's CPU time and the API server's writes by resource. Every
+// component shares the machine's cores, so a run that makes one of them
+// busier slows the others; these figures say which one.
+type usage struct {
+	cpu    map[string]time.Duration // by process name
+	writes map[string]float64       // by resource, mutating verbs only
+	reads  map[string]float64       // by resource: GET, LIST and WATCH
+}
+
+// components are the processes whose CPU time a run reports (by their
+// /proc comm, at most 15 characters): the local control plane
+// (test/cluster), this benchmark, and the controller (run sets its name
+// from the binary's).
+var components = []string{"kube-apiserver", "etcd", "kube-controller", "kube-scheduler", "kwok", "scale", "phasegang"}
+
+var writeVerbs = map[string]bool{"POST": true, "PUT": true, "PATCH": true, "DELETE": true, "APPLY": true, "CREATE": true, "UPDATE": true, "DELETECOLLECTION": true}
+
+func snapshot(ctx context.Context, cfg *rest.Config) usage {
+	u := usage{cpu: map[string]time.Duration{}, writes: map[string]float64{}, reads: map[string]float64{}}
+	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
+	for _, f := range stats {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		open, end := bytes.IndexByte(b, '('), bytes.LastIndexByte(b, ')')
+		if open < 0 || end < open {
+			continue
+		}
+		name := string(b[open+1 : end])
+		if !slices.Contains(components, name) {
+			continue
+		}
+		fields := strings.Fields(string(b[end+2:]))
+		ut, _ := strconv.ParseInt(fields[11], 10, 64)
+		st, _ := strconv.ParseInt(fields[12], 10, 64)
+		u.cpu[name] += time.Duration(ut+st) * time.Second / 100 // USER_HZ
+	}
+	hc, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		return u
+	}
+	resp, err := hc.Get(strings.TrimSuffix(cfg.Host, "/") + "/metrics")
+	if err != nil {
+		return u
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if !strings.HasPrefix(line, "apiserver_request_total{") {
+			continue
+		}
+		labels := promLabels(line)
+		res := labels["resource"]
+		if s := labels["subresource"]; s != "" {
+			res += "/" + s
+		}
+		f := strings.Fields(line)
+		v, _ := strconv.ParseFloat(f[len(f)-1], 64)
+		if writeVerbs[strings.ToUpper(labels["verb"])] {
+			u.writes[res] += v
+		} else {
+			u.reads[res] += v
+		}
+	}
+	return u
+}
+
+// promLabels parses the labels of one Prometheus text-format sample.
+func promLabels(line string) map[string]string {
+	m := map[string]string{}
+	open, end := strings.IndexByte(line, '{'), strings.LastIndexByte(line, '}')
+	if open < 0 || end < open {
+		return m
+	}
+	for _, kv := range strings.Split(line[open+1:end], ",") {
+		k, v, ok := strings.Cut(kv, "=")
+		if ok {
+			m[k] = strings.Trim(v, `"`)
+		}
+	}
+	return m
+}
+
+// since is what was spent between an earlier snapshot and u.
+func (u usage) since(before usage) usage {
+	d := usage{cpu: map[string]time.Duration{}, writes: map[string]float64{}, reads: map[string]float64{}}
+	for k, v := range u.cpu {
+		d.cpu[k] = v - before.cpu[k]
+	}
+	for k, v := range u.writes {
+		if w := v - before.writes[k]; w > 0 {
+			d.writes[k] = w
+		}
+	}
+	for k, v := range u.reads {
+		if w := v - before.reads[k]; w > 0 {
+			d.reads[k] = w
+		}
+	}
+	return d
+}
+
+// printUsage prints the runs' usage side by side: CPU seconds per
+// component, then API writes per resource (the resources any run wrote
+// at least 100 times).
+func printUsage(names []string, runs []usage) {
+	fmt.Printf("\n%-34s", "CPU seconds during the run")
+	for _, n := range names {
+		fmt.Printf(" %12s", n)
+	}
+	fmt.Println()
+	for _, c := range components {
+		fmt.Printf("%-34s", "  "+c)
+		for _, r := range runs {
+			fmt.Printf(" %12.1f", r.cpu[c].Seconds())
+		}
+		fmt.Println()
+	}
+	printRequests("API writes during the run", runs, func(u usage) map[string]float64 { return u.writes })
+	printRequests("API reads (GET, LIST, WATCH)", runs, func(u usage) map[string]float64 { return u.reads })
+}
+
+// printRequests prints one kind of request per resource (the resources
+// some run sent at least 100 of) and in all.
+func printRequests(title string, runs []usage, of func(usage) map[string]float64) {
+	resources := map[string]bool{}
+	for _, r := range runs {
+		for k, v := range of(r) {
+			if v >= 100 {
+				resources[k] = true
+			}
+		}
+	}
+	keys := make([]string, 0, len(resources))
+	for k := range resources {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	fmt.Println(title)
+	for _, k := range keys {
+		fmt.Printf("%-34s", "  "+k)
+		for _, r := range runs {
+			fmt.Printf(" %12.0f", of(r)[k])
+		}
+		fmt.Println()
+	}
+	fmt.Printf("%-34s", "  all")
+	for _, r := range runs {
+		total := 0.0
+		for _, v := range of(r) {
+			total += v
+		}
+		fmt.Printf(" %12.0f", total)
+	}
+	fmt.Println()
+}
+
+// apiserverProfile saves a 60 s CPU profile of kube-apiserver.
+func apiserverProfile(ctx context.Context, file string) error {
+	hc, err := rest.HTTPClientFor(restCfg)
+	if err != nil {
+		return err
+	}
+	hc.Timeout = 90 * time.Second
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(restCfg.Host, "/")+"/debug/pprof/profile?seconds=60", nil)
+	if err != nil {
+		return err
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("%s (start the cluster with up.sh --profiling)", resp.Status)
+	}
+	f, err := os.Create(file)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(f, resp.Body); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
