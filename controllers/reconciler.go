@@ -50,7 +50,19 @@ type Reconciler struct {
 
 	mu       sync.Mutex
 	compiled map[types.UID]compiledSpec
+	// heldSince is when a pipeline's status first differed from the
+	// stored one in worker counts alone (see holdProgress).
+	heldSince map[types.NamespacedName]time.Time
 }
+
+// progressBatch is how long a change to phases' worker counts alone may
+// wait before it is written. A gang's workers start and end within a few
+// seconds of each other, and each would otherwise cost a write of the
+// whole object (the API server's most expensive request in the scale
+// benchmark); like the Job controller's batching of pod updates, the
+// counts are then written at most every progressBatch, while every change
+// of state (a phase started, ended, failed) is written at once.
+const progressBatch = 2 * time.Second
 
 // podPipelineIndex indexes managed pods by their pipeline label.
 const podPipelineIndex = "phasegang.dev/pipeline"
@@ -165,7 +177,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	st.State = v1alpha1.StateFromConditions(st.Conditions)
 	st.ObservedGeneration = pt.Generation
 
-	if !equality.Semantic.DeepEqual(&pt.Status, st) {
+	held := r.holdProgress(req.NamespacedName, &pt.Status, st, now)
+	if held == 0 && !equality.Semantic.DeepEqual(&pt.Status, st) {
 		before := pt.DeepCopy()
 		pt.Status = *st
 		if err := r.Client.Status().Update(ctx, pt, client.FieldOwner(FieldManager)); err != nil {
@@ -188,6 +201,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		res.RequeueAfter = max(step.Wake.Sub(now), time.Second)
 		res.Priority = new(priorityNormal)
 	}
+	if held > 0 && (res.RequeueAfter == 0 || held < res.RequeueAfter) {
+		res.RequeueAfter = held
+		res.Priority = new(priorityLow)
+	}
 	logger.V(1).Info("reconciled", "state", pt.Status.State, "phase", pt.Status.CurrentPhase)
 	return res, nil
 }
@@ -198,8 +215,53 @@ func (r *Reconciler) kick() {
 	}
 }
 
-func (r *Reconciler) forget(types.NamespacedName) {
+func (r *Reconciler) forget(key types.NamespacedName) {
+	r.mu.Lock()
+	delete(r.heldSince, key)
+	r.mu.Unlock()
 	r.kick()
+}
+
+// holdProgress says how much longer a status that differs from the stored
+// one only in worker counts is held back (zero: write it now). Any other
+// difference, or none, ends the hold.
+func (r *Reconciler) holdProgress(key types.NamespacedName, stored, next *v1alpha1.PhasedTrainingStatus, now time.Time) time.Duration {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if equality.Semantic.DeepEqual(stored, next) || !countsOnly(stored, next) {
+		delete(r.heldSince, key)
+		return 0
+	}
+	if r.heldSince == nil {
+		r.heldSince = map[types.NamespacedName]time.Time{}
+	}
+	since, ok := r.heldSince[key]
+	if !ok {
+		since = now
+		r.heldSince[key] = now
+	}
+	if wait := since.Add(progressBatch).Sub(now); wait > 0 {
+		return wait
+	}
+	delete(r.heldSince, key)
+	return 0
+}
+
+// countsOnly reports whether two statuses differ at most in their phases'
+// running, succeeded and failed worker counts.
+func countsOnly(a, b *v1alpha1.PhasedTrainingStatus) bool {
+	if len(a.Phases) != len(b.Phases) {
+		return false
+	}
+	strip := func(st *v1alpha1.PhasedTrainingStatus) *v1alpha1.PhasedTrainingStatus {
+		c := st.DeepCopy()
+		for i := range c.Phases {
+			w := &c.Phases[i].Workers
+			w.Running, w.Succeeded, w.Failed = 0, 0, 0
+		}
+		return c
+	}
+	return equality.Semantic.DeepEqual(strip(a), strip(b))
 }
 
 // markInvalid records a spec the API server accepted but phasegang cannot

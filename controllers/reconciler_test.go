@@ -2,12 +2,14 @@ package controllers
 
 import (
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/phasegang/phasegang/apis/v1alpha1"
 	"github.com/phasegang/phasegang/phases"
@@ -546,5 +548,44 @@ func TestSetConditionsExclusiveWithInfeasible(t *testing.T) {
 				t.Errorf("several summary conditions True: %v", on)
 			}
 		})
+	}
+}
+
+// Worker counts alone wait up to progressBatch to be written; any change
+// of state is written at once and ends the wait.
+func TestHoldProgress(t *testing.T) {
+	r := &Reconciler{}
+	key := types.NamespacedName{Namespace: "ns", Name: "p"}
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	stored := &v1alpha1.PhasedTrainingStatus{Phases: []v1alpha1.PhaseStatus{{Name: "train", State: v1alpha1.PhaseRunning,
+		Workers: v1alpha1.WorkerCounts{Min: 8, Granted: 8}}}}
+	counted := stored.DeepCopy()
+	counted.Phases[0].Workers.Running = 6
+
+	if got := r.holdProgress(key, stored, stored, t0); got != 0 {
+		t.Fatalf("nothing to write: held %v", got)
+	}
+	if got := r.holdProgress(key, stored, counted, t0); got != progressBatch {
+		t.Fatalf("first counts-only change: held %v, want %v", got, progressBatch)
+	}
+	counted.Phases[0].Workers.Running = 7
+	if got := r.holdProgress(key, stored, counted, t0.Add(time.Second)); got != progressBatch-time.Second {
+		t.Fatalf("later counts-only change: held %v, want the rest of the first one's %v", got, progressBatch-time.Second)
+	}
+	if got := r.holdProgress(key, stored, counted, t0.Add(progressBatch)); got != 0 {
+		t.Fatalf("after progressBatch: held %v, want a write", got)
+	}
+
+	started := counted.DeepCopy()
+	started.Phases[0].Workers.Running = 8
+	started.Phases[0].StartTime = &metav1.Time{Time: t0}
+	if got := r.holdProgress(key, stored, counted, t0.Add(3*time.Second)); got == 0 {
+		t.Fatal("a new counts-only change was not held")
+	}
+	if got := r.holdProgress(key, stored, started, t0.Add(3*time.Second)); got != 0 {
+		t.Fatalf("a phase that started (startTime set): held %v, want a write at once", got)
+	}
+	if _, ok := r.heldSince[key]; ok {
+		t.Fatal("a write did not end the hold")
 	}
 }
