@@ -53,6 +53,14 @@ type Scheduler struct {
 	// based on: while the cache still shows that version, the written
 	// status is used instead, so a stale cache never grants twice.
 	assumed map[types.NamespacedName]assumedStatus
+	// inflight holds the pipelines whose status write has not returned:
+	// a cycle leaves them alone (their assumed status stands for them),
+	// and skipped says one did, so the next write to return triggers
+	// another cycle.
+	inflight map[types.NamespacedName]bool
+	skipped  bool
+	// writers bounds the status writes in flight, across cycles.
+	writers chan struct{}
 }
 
 type assumedStatus struct {
@@ -71,6 +79,8 @@ func (s *Scheduler) init() {
 	s.once.Do(func() {
 		s.trigger = make(chan struct{}, 1)
 		s.assumed = map[types.NamespacedName]assumedStatus{}
+		s.inflight = map[types.NamespacedName]bool{}
+		s.writers = make(chan struct{}, statusWriters)
 		if s.Clock == nil {
 			s.Clock = clock.RealClock{}
 		}
@@ -240,7 +250,8 @@ func (s *Scheduler) view(ctx context.Context) (clusterView, error) {
 	return v, nil
 }
 
-// Cycle runs one scheduling cycle.
+// Cycle runs one scheduling cycle. It returns once its status writes are
+// sent; they complete in the background (see the end of Cycle).
 func (s *Scheduler) Cycle(ctx context.Context) error {
 	s.init()
 	v, err := s.view(ctx)
@@ -425,31 +436,46 @@ func (s *Scheduler) Cycle(ctx context.Context) error {
 		}
 		return strings.Compare(a.Name, b.Name)
 	})
-	// Writes go out in parallel (bounded): a cycle that grants hundreds of
-	// gangs must not wait for hundreds of round trips one after another.
-	// Each write is independent; a failed one only leaves its capacity
-	// unused until the next cycle.
-	var errs []error
-	var errMu sync.Mutex
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, statusWriters)
+	// Writes go out in parallel (bounded) and the cycle does not wait for
+	// them: a cycle that grants hundreds of gangs must not hold the next
+	// one behind hundreds of round trips. Each status is assumed before
+	// its write is sent, as kube-scheduler assumes a pod before binding
+	// it, so the next cycle already counts the grant; a write that fails
+	// drops its assumption, and the capacity is free again in the cycle
+	// it triggers.
+	logger := log.FromContext(ctx).WithName("scheduler")
 	for _, key := range keys {
 		c := changes[key]
-		wg.Add(1)
-		sem <- struct{}{}
+		c.status.State = v1alpha1.StateFromConditions(c.status.Conditions)
+		baseRV := c.pt.ResourceVersion
+		s.mu.Lock()
+		if s.inflight[key] {
+			s.skipped = true
+			s.mu.Unlock()
+			continue
+		}
+		s.inflight[key] = true
+		s.assumed[key] = assumedStatus{baseRV: baseRV, status: *c.status.DeepCopy()}
+		s.mu.Unlock()
+		s.writers <- struct{}{}
 		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			if err := s.write(ctx, key, c.pt, c.status, c.events); err != nil {
-				errMu.Lock()
-				errs = append(errs, err)
-				errMu.Unlock()
+			defer func() { <-s.writers }()
+			written, err := s.write(ctx, key, c.pt, c.status, c.events)
+			s.mu.Lock()
+			delete(s.inflight, key)
+			if a, ok := s.assumed[key]; !written && ok && a.baseRV == baseRV {
+				delete(s.assumed, key)
+			}
+			again := s.skipped || !written
+			s.skipped = false
+			s.mu.Unlock()
+			if err != nil {
+				logger.Error(err, "status write failed")
+			}
+			if again {
+				s.Trigger()
 			}
 		}()
-	}
-	wg.Wait()
-	if len(errs) > 0 {
-		return fmt.Errorf("%d status writes failed, first: %w", len(errs), errs[0])
 	}
 	return nil
 }
@@ -458,31 +484,25 @@ func (s *Scheduler) Cycle(ctx context.Context) error {
 const statusWriters = 16
 
 // write stores one pipeline's new status (optimistic concurrency: the
-// resourceVersion the change was computed from), then records it as
-// assumed and emits its events.
-func (s *Scheduler) write(ctx context.Context, key types.NamespacedName, pt *v1alpha1.PhasedTraining, status *v1alpha1.PhasedTrainingStatus, events []pendingEvent) error {
-	status.State = v1alpha1.StateFromConditions(status.Conditions)
+// resourceVersion the change was computed from) and emits its events. It
+// reports whether the status was stored; a conflict (the reconciler wrote
+// first) or a deleted pipeline is not an error: the next cycle decides
+// again from what is there.
+func (s *Scheduler) write(ctx context.Context, key types.NamespacedName, pt *v1alpha1.PhasedTraining, status *v1alpha1.PhasedTrainingStatus, events []pendingEvent) (bool, error) {
 	obj := pt.DeepCopy()
-	baseRV := obj.ResourceVersion
 	obj.Status = *status
 	if err := s.Client.Status().Update(ctx, obj, client.FieldOwner(FieldManager)); err != nil {
-		// A conflict means the reconciler wrote first; the next cycle
-		// decides again from the newer status.
-		s.Trigger()
 		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
-			return nil
+			return false, nil
 		}
-		return fmt.Errorf("writing the status of %s: %w", key, err)
+		return false, fmt.Errorf("writing the status of %s: %w", key, err)
 	}
-	s.mu.Lock()
-	s.assumed[key] = assumedStatus{baseRV: baseRV, status: *status.DeepCopy()}
-	s.mu.Unlock()
 	if s.Recorder != nil {
 		for _, e := range events {
 			s.Recorder.Eventf(obj, nil, e.kind, e.reason, "Schedule", e.message)
 		}
 	}
-	return nil
+	return true, nil
 }
 
 // conditionsSettled: the reconciler owns a finished or invalid pipeline's

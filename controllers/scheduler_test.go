@@ -1,12 +1,19 @@
 package controllers
 
 import (
+	"context"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	clocktesting "k8s.io/utils/clock/testing"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/phasegang/phasegang/apis/v1alpha1"
 )
@@ -115,5 +122,70 @@ func TestGrantCarriesTheReconcilersConditions(t *testing.T) {
 	}
 	if pt.Status.State != v1alpha1.PipelineRunning {
 		t.Errorf("state after the grant = %s, want Running", pt.Status.State)
+	}
+}
+
+// A cycle does not wait for its status writes: the grant is assumed at
+// once, so the next cycle counts it and grants nothing twice while the
+// write is in flight; a write that fails drops the assumption and the
+// capacity is free again.
+func TestCycleAssumesGrantsUntilTheirWriteReturns(t *testing.T) {
+	ctx := context.Background()
+	pt := makePT("job").phase("train", 2).obj()
+	pt.Status = *reconcileStatus(t, pt, nil, now)
+	n1 := makeNode("n1", "4")
+	release := make(chan struct{})
+	var writes atomic.Int32
+	c := fake.NewClientBuilder().WithScheme(Scheme()).
+		WithStatusSubresource(&v1alpha1.PhasedTraining{}).
+		WithObjects(pt.DeepCopy(), &n1).
+		WithInterceptorFuncs(interceptor.Funcs{SubResourceUpdate: func(context.Context, client.Client, string, client.Object, ...client.SubResourceUpdateOption) error {
+			writes.Add(1)
+			<-release
+			return apierrors.NewServiceUnavailable("test: the API server is away")
+		}}).Build()
+	s := &Scheduler{Client: c, Clock: clocktesting.NewFakeClock(now)}
+	key := client.ObjectKeyFromObject(pt)
+	granted := func() int {
+		v, err := s.view(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range v.PTs {
+			if client.ObjectKeyFromObject(p) == key {
+				return len(p.Status.Phases[0].Assignments)
+			}
+		}
+		t.Fatal("pipeline not in view")
+		return 0
+	}
+
+	if err := s.Cycle(ctx); err != nil { // returns with the write blocked
+		t.Fatal(err)
+	}
+	if got := granted(); got != 2 {
+		t.Fatalf("while the write is in flight, the view shows %d workers granted, want the assumed 2", got)
+	}
+	if err := s.Cycle(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for writes.Load() < 1 {
+		time.Sleep(time.Millisecond)
+	}
+	close(release)
+	for {
+		s.mu.Lock()
+		busy := len(s.inflight) > 0
+		s.mu.Unlock()
+		if !busy {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if n := writes.Load(); n != 1 {
+		t.Errorf("%d status writes for one pipeline, want 1: the second cycle must count the assumed grant", n)
+	}
+	if got := granted(); got != 0 {
+		t.Errorf("after the write failed, the view shows %d workers granted, want 0", got)
 	}
 }
