@@ -537,14 +537,14 @@ func phasegangRun(ctx context.Context) (result, error) {
 	start := time.Now()
 	if *cpuProf != "" {
 		go func() {
-			if err := fetch("http://127.0.0.1:18090/debug/pprof/profile?seconds=60", *cpuProf); err != nil {
+			if err := fetch(http.DefaultClient, "http://127.0.0.1:18090/debug/pprof/profile?seconds=60", *cpuProf); err != nil {
 				fmt.Fprintln(os.Stderr, "cpu profile:", err)
 			}
 		}()
 	}
 	if *apiProf != "" {
 		go func() {
-			if err := apiserverProfile(ctx, *apiProf); err != nil {
+			if err := apiserverProfile(*apiProf); err != nil {
 				fmt.Fprintln(os.Stderr, "kube-apiserver profile:", err)
 			}
 		}()
@@ -634,9 +634,9 @@ func phasegangRun(ctx context.Context) (result, error) {
 	return r, nil
 }
 
-// fetch saves url's body to file.
-func fetch(url, file string) error {
-	resp, err := http.Get(url)
+// fetch saves url's body to file, requested with hc.
+func fetch(hc *http.Client, url, file string) error {
+	resp, err := hc.Get(url)
 	if err != nil {
 		return err
 	}

@@ -5,8 +5,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"io"
-	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -178,32 +176,13 @@ func printRequests(title string, runs []usage, of func(usage) map[string]float64
 	fmt.Println()
 }
 
-// apiserverProfile saves a 60 s CPU profile of kube-apiserver.
-func apiserverProfile(ctx context.Context, file string) error {
+// apiserverProfile saves a 60 s CPU profile of kube-apiserver (served
+// only when the cluster was started with up.sh --profiling).
+func apiserverProfile(file string) error {
 	hc, err := rest.HTTPClientFor(restCfg)
 	if err != nil {
 		return err
 	}
 	hc.Timeout = 90 * time.Second
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(restCfg.Host, "/")+"/debug/pprof/profile?seconds=60", nil)
-	if err != nil {
-		return err
-	}
-	resp, err := hc.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("%s (start the cluster with up.sh --profiling)", resp.Status)
-	}
-	f, err := os.Create(file)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(f, resp.Body); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
+	return fetch(hc, strings.TrimSuffix(restCfg.Host, "/")+"/debug/pprof/profile?seconds=60", file)
 }
