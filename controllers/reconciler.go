@@ -177,8 +177,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	st.State = v1alpha1.StateFromConditions(st.Conditions)
 	st.ObservedGeneration = pt.Generation
 
-	held := r.holdProgress(req.NamespacedName, &pt.Status, st, now)
-	if held == 0 && !equality.Semantic.DeepEqual(&pt.Status, st) {
+	changed := !equality.Semantic.DeepEqual(&pt.Status, st)
+	held := r.holdProgress(req.NamespacedName, changed && countsOnly(&pt.Status, st), now)
+	if changed && held == 0 {
 		before := pt.DeepCopy()
 		pt.Status = *st
 		if err := r.Client.Status().Update(ctx, pt, client.FieldOwner(FieldManager)); err != nil {
@@ -223,12 +224,12 @@ func (r *Reconciler) forget(key types.NamespacedName) {
 }
 
 // holdProgress says how much longer a status that differs from the stored
-// one only in worker counts is held back (zero: write it now). Any other
-// difference, or none, ends the hold.
-func (r *Reconciler) holdProgress(key types.NamespacedName, stored, next *v1alpha1.PhasedTrainingStatus, now time.Time) time.Duration {
+// one only in worker counts (countsOnly) is held back (zero: write it
+// now). Any other difference, or none, ends the hold.
+func (r *Reconciler) holdProgress(key types.NamespacedName, countsOnly bool, now time.Time) time.Duration {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if equality.Semantic.DeepEqual(stored, next) || !countsOnly(stored, next) {
+	if !countsOnly {
 		delete(r.heldSince, key)
 		return 0
 	}
@@ -248,7 +249,7 @@ func (r *Reconciler) holdProgress(key types.NamespacedName, stored, next *v1alph
 }
 
 // countsOnly reports whether two statuses differ at most in their phases'
-// running, succeeded and failed worker counts.
+// running, succeeded and failed worker counts (equal ones do too).
 func countsOnly(a, b *v1alpha1.PhasedTrainingStatus) bool {
 	if len(a.Phases) != len(b.Phases) {
 		return false

@@ -7,6 +7,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -561,28 +562,32 @@ func TestHoldProgress(t *testing.T) {
 		Workers: v1alpha1.WorkerCounts{Min: 8, Granted: 8}}}}
 	counted := stored.DeepCopy()
 	counted.Phases[0].Workers.Running = 6
+	// What Reconcile passes: a change, and one in worker counts only.
+	hold := func(next *v1alpha1.PhasedTrainingStatus, at time.Time) time.Duration {
+		return r.holdProgress(key, !equality.Semantic.DeepEqual(stored, next) && countsOnly(stored, next), at)
+	}
 
-	if got := r.holdProgress(key, stored, stored, t0); got != 0 {
+	if got := hold(stored, t0); got != 0 {
 		t.Fatalf("nothing to write: held %v", got)
 	}
-	if got := r.holdProgress(key, stored, counted, t0); got != progressBatch {
+	if got := hold(counted, t0); got != progressBatch {
 		t.Fatalf("first counts-only change: held %v, want %v", got, progressBatch)
 	}
 	counted.Phases[0].Workers.Running = 7
-	if got := r.holdProgress(key, stored, counted, t0.Add(time.Second)); got != progressBatch-time.Second {
+	if got := hold(counted, t0.Add(time.Second)); got != progressBatch-time.Second {
 		t.Fatalf("later counts-only change: held %v, want the rest of the first one's %v", got, progressBatch-time.Second)
 	}
-	if got := r.holdProgress(key, stored, counted, t0.Add(progressBatch)); got != 0 {
+	if got := hold(counted, t0.Add(progressBatch)); got != 0 {
 		t.Fatalf("after progressBatch: held %v, want a write", got)
 	}
 
 	started := counted.DeepCopy()
 	started.Phases[0].Workers.Running = 8
 	started.Phases[0].StartTime = &metav1.Time{Time: t0}
-	if got := r.holdProgress(key, stored, counted, t0.Add(3*time.Second)); got == 0 {
+	if got := hold(counted, t0.Add(3*time.Second)); got == 0 {
 		t.Fatal("a new counts-only change was not held")
 	}
-	if got := r.holdProgress(key, stored, started, t0.Add(3*time.Second)); got != 0 {
+	if got := hold(started, t0.Add(3*time.Second)); got != 0 {
 		t.Fatalf("a phase that started (startTime set): held %v, want a write at once", got)
 	}
 	if _, ok := r.heldSince[key]; ok {
