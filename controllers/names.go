@@ -19,6 +19,9 @@ const (
 	LabelIteration = "phasegang.dev/iteration"
 	LabelAttempt   = "phasegang.dev/attempt"
 	LabelWorker    = "phasegang.dev/worker-index"
+	// LabelPeers marks the workers of gangs that may have more than one
+	// worker: only they are published in the pipeline's Service.
+	LabelPeers = "phasegang.dev/peers"
 
 	// FieldManager names phasegang's writes.
 	FieldManager = "phasegang"

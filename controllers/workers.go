@@ -31,9 +31,21 @@ func workerLabels(pt *v1alpha1.PhasedTraining, ps *v1alpha1.PhaseStatus) map[str
 	}
 }
 
-// serviceLabels select every worker pod of a pipeline.
+// serviceLabels are the labels of a pipeline's Service.
 func serviceLabels(pt *v1alpha1.PhasedTraining) map[string]string {
 	return map[string]string{LabelManaged: "true", LabelPipeline: dnsLabel(pt.Name, 63)}
+}
+
+// serviceSelector selects the pipeline's workers that have peers. A
+// single worker needs no DNS record to find itself (the kubelet writes
+// its own hostname.subdomain into /etc/hosts), and leaving it out spares
+// the cluster an Endpoints and an EndpointSlice update each time such a
+// worker starts and ends: a pipeline's validate and test phases are often
+// one worker each.
+func serviceSelector(pt *v1alpha1.PhasedTraining) map[string]string {
+	sel := serviceLabels(pt)
+	sel[LabelPeers] = "true"
+	return sel
 }
 
 // peers lists the workers' stable DNS names within the pipeline's Service.
@@ -59,6 +71,9 @@ func buildWorkerPod(pt *v1alpha1.PhasedTraining, phase *v1alpha1.Phase, ps *v1al
 		labels[k] = v
 	}
 	labels[LabelWorker] = strconv.Itoa(int(index))
+	if phase.Gang.DesiredOrMin() > 1 || phase.Gang.Min > 1 {
+		labels[LabelPeers] = "true"
+	}
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:        podName(pt, ps.Name, ps.Iteration, ps.Attempt, index),
@@ -196,7 +211,7 @@ func buildService(pt *v1alpha1.PhasedTraining) *corev1.Service {
 		},
 		Spec: corev1.ServiceSpec{
 			ClusterIP:                corev1.ClusterIPNone,
-			Selector:                 serviceLabels(pt),
+			Selector:                 serviceSelector(pt),
 			PublishNotReadyAddresses: true,
 		},
 	}

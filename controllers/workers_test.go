@@ -42,6 +42,7 @@ func TestBuildWorkerPodMeta(t *testing.T) {
 			LabelIteration: "1",
 			LabelAttempt:   "2",
 			LabelWorker:    "2",
+			LabelPeers:     "true",
 		},
 		Annotations: map[string]string{"a": "b"},
 		OwnerReferences: []metav1.OwnerReference{{
@@ -430,5 +431,31 @@ func TestWorkerPod(t *testing.T) {
 	other := running("eval", "n1")
 	if _, err := WorkerPod(pt, &other, 0, "n1", 1); err == nil {
 		t.Errorf("WorkerPod for a phase the spec lacks: no error")
+	}
+}
+
+// Only gangs that can have more than one worker are published in the
+// pipeline's Service: a single worker has no peer to find.
+func TestServiceSelectsWorkersWithPeers(t *testing.T) {
+	pt := makePT("job").phase("train", 4).phase("grow", 1).desired(4).phase("test", 1).obj()
+	svc := buildService(pt)
+	selected := func(p *corev1.Pod) bool {
+		for k, v := range svc.Spec.Selector {
+			if p.Labels[k] != v {
+				return false
+			}
+		}
+		return true
+	}
+	for i, want := range []bool{true, true, false} {
+		phase := &pt.Spec.Phases[i]
+		ps := running(phase.Name, "n1")
+		pod := buildWorkerPod(pt, phase, &ps, 0, "n1", 1)
+		if got := selected(pod); got != want {
+			t.Errorf("phase %s (gang %d..%d): selected by the Service = %v, want %v", phase.Name, phase.Gang.Min, phase.Gang.DesiredOrMin(), got, want)
+		}
+		if pod.Spec.Subdomain != svc.Name {
+			t.Errorf("phase %s: subdomain %q, want %q (a single worker still gets its stable name)", phase.Name, pod.Spec.Subdomain, svc.Name)
+		}
 	}
 }
