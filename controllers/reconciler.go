@@ -51,17 +51,18 @@ type Reconciler struct {
 	mu       sync.Mutex
 	compiled map[types.UID]compiledSpec
 	// heldSince is when a pipeline's status first differed from the
-	// stored one in worker counts alone (see holdProgress).
+	// stored one in progress alone (see holdProgress).
 	heldSince map[types.NamespacedName]time.Time
 }
 
-// progressBatch is how long a change to phases' worker counts alone may
-// wait before it is written. A gang's workers start and end within a few
-// seconds of each other, and each would otherwise cost a write of the
-// whole object (the API server's most expensive request in the scale
-// benchmark); like the Job controller's batching of pod updates, the
-// counts are then written at most every progressBatch, while every change
-// of state (a phase started, ended, failed) is written at once.
+// progressBatch is how long a change of progress alone (phases' worker
+// counts, a gang's start time) may wait before it is written. A gang's
+// workers start and end within a few seconds of each other, and each would
+// otherwise cost a write of the whole object (the API server's most
+// expensive request in the scale benchmark); like the Job controller's
+// batching of pod updates, progress is then written at most every
+// progressBatch, while every change of state (a phase reserved, ended,
+// failed, requeued) is written at once.
 const progressBatch = 2 * time.Second
 
 // podPipelineIndex indexes managed pods by their pipeline label.
@@ -178,7 +179,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	st.ObservedGeneration = pt.Generation
 
 	changed := !equality.Semantic.DeepEqual(&pt.Status, st)
-	held := r.holdProgress(req.NamespacedName, changed && countsOnly(&pt.Status, st), now)
+	held := r.holdProgress(req.NamespacedName, changed && progressOnly(&pt.Status, st), now)
 	if changed && held == 0 {
 		before := pt.DeepCopy()
 		pt.Status = *st
@@ -224,7 +225,7 @@ func (r *Reconciler) forget(key types.NamespacedName) {
 }
 
 // holdProgress says how much longer a status that differs from the stored
-// one only in worker counts (countsOnly) is held back (zero: write it
+// one only in progress (progressOnly) is held back (zero: write it
 // now). Any other difference, or none, ends the hold.
 func (r *Reconciler) holdProgress(key types.NamespacedName, countsOnly bool, now time.Time) time.Duration {
 	r.mu.Lock()
@@ -248,9 +249,13 @@ func (r *Reconciler) holdProgress(key types.NamespacedName, countsOnly bool, now
 	return 0
 }
 
-// countsOnly reports whether two statuses differ at most in their phases'
-// running, succeeded and failed worker counts (equal ones do too).
-func countsOnly(a, b *v1alpha1.PhasedTrainingStatus) bool {
+// progressOnly reports whether the new status b differs from the stored a
+// at most in progress (equal ones do too): the phases' running, succeeded
+// and failed worker counts, and a start time that b sets for the first
+// time. A start time is read from the pods (see observe), so one not yet
+// written is found again after a restart; nothing waits on it being
+// stored (the start timeout is judged on the status observe computes).
+func progressOnly(a, b *v1alpha1.PhasedTrainingStatus) bool {
 	if len(a.Phases) != len(b.Phases) {
 		return false
 	}
@@ -259,6 +264,9 @@ func countsOnly(a, b *v1alpha1.PhasedTrainingStatus) bool {
 		for i := range c.Phases {
 			w := &c.Phases[i].Workers
 			w.Running, w.Succeeded, w.Failed = 0, 0, 0
+			if a.Phases[i].StartTime == nil {
+				c.Phases[i].StartTime = nil
+			}
 		}
 		return c
 	}
@@ -331,7 +339,9 @@ func podInstance(p *corev1.Pod) (phases.Instance, int32, bool) {
 }
 
 // observe counts the workers of every Running phase attempt, reads their
-// outputs, and stamps StartTime once every reserved worker has started.
+// outputs, and sets StartTime once every reserved worker has started: to
+// when the last of them started, read from the pods, so the time is the
+// same whenever it is observed (a held write, a restarted controller).
 func observe(pt *v1alpha1.PhasedTraining, pl *phases.Pipeline, st *v1alpha1.PhasedTrainingStatus, pods []corev1.Pod, now time.Time) phases.Observations {
 	byInstance := map[phases.Instance]map[int32]*corev1.Pod{}
 	for i := range pods {
@@ -356,13 +366,19 @@ func observe(pt *v1alpha1.PhasedTraining, pl *phases.Pipeline, st *v1alpha1.Phas
 		if c := pl.Phase(ps.Name); c != nil {
 			declared = c.Outputs()
 		}
-		started := int32(0)
+		started, lastStart := int32(0), time.Time{}
 		for idx := int32(0); idx < int32(len(ps.Assignments)); idx++ {
 			p := byInstance[in][idx]
 			if p == nil || p.DeletionTimestamp != nil || p.Spec.NodeName != ps.Assignments[idx] && p.Spec.NodeName != "" {
 				// A terminating pod is an old gang's (a requeue reuses
 				// names), not this one's.
 				continue
+			}
+			switch p.Status.Phase {
+			case corev1.PodRunning, corev1.PodSucceeded, corev1.PodFailed:
+				if t := workerStart(p); t.After(lastStart) {
+					lastStart = t
+				}
 			}
 			switch p.Status.Phase {
 			case corev1.PodRunning:
@@ -386,12 +402,34 @@ func observe(pt *v1alpha1.PhasedTraining, pl *phases.Pipeline, st *v1alpha1.Phas
 		}
 		ps.Workers.Running, ps.Workers.Succeeded, ps.Workers.Failed = o.Running, o.Succeeded, o.Failed
 		if ps.StartTime == nil && started == o.Granted {
-			t := metav1.NewTime(now)
+			if lastStart.IsZero() || lastStart.After(now) {
+				lastStart = now
+			}
+			t := metav1.NewTime(lastStart)
 			ps.StartTime = &t
 		}
 		obs[in] = o
 	}
 	return obs
+}
+
+// workerStart is when a started pod's containers started (the latest of
+// them); zero when the pod does not say.
+func workerStart(p *corev1.Pod) time.Time {
+	var t time.Time
+	for _, cs := range p.Status.ContainerStatuses {
+		var s metav1.Time
+		switch {
+		case cs.State.Running != nil:
+			s = cs.State.Running.StartedAt
+		case cs.State.Terminated != nil:
+			s = cs.State.Terminated.StartedAt
+		}
+		if s.After(t) {
+			t = s.Time
+		}
+	}
+	return t
 }
 
 // mergeOutputs reads a worker's termination message (a JSON object) and

@@ -68,6 +68,22 @@ func TestObserve(t *testing.T) {
 			want:       phases.Observations{trainIn: {Granted: 2, Running: 1, Failed: 1, ChiefFailed: true}},
 			wantStatus: []*observed{{Workers: v1alpha1.WorkerCounts{Running: 1, Failed: 1}, StartTime: mt(now)}},
 		},
+		"StartTime is when the last worker's containers started": {
+			status: []v1alpha1.PhaseStatus{r2},
+			pods: func(pt *v1alpha1.PhasedTraining) []corev1.Pod {
+				p0 := workerPodOf(pt, r2, 0, "n1", corev1.PodSucceeded)
+				p0.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "c", State: corev1.ContainerState{
+					Terminated: &corev1.ContainerStateTerminated{StartedAt: *mt(t0.Add(3 * time.Second))}}}}
+				p1 := workerPodOf(pt, r2, 1, "n2", corev1.PodRunning)
+				p1.Status.ContainerStatuses = []corev1.ContainerStatus{
+					{Name: "a", State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: *mt(t0.Add(5 * time.Second))}}},
+					{Name: "b", State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: *mt(t0.Add(4 * time.Second))}}},
+				}
+				return []corev1.Pod{p0, p1}
+			},
+			want:       phases.Observations{trainIn: {Granted: 2, Running: 1, Succeeded: 1, ChiefSucceeded: true}},
+			wantStatus: []*observed{{Workers: v1alpha1.WorkerCounts{Running: 1, Succeeded: 1}, StartTime: mt(t0.Add(5 * time.Second))}},
+		},
 		"StartTime is stamped once": {
 			status: func() []v1alpha1.PhaseStatus {
 				ps := r2
@@ -564,7 +580,7 @@ func TestHoldProgress(t *testing.T) {
 	counted.Phases[0].Workers.Running = 6
 	// What Reconcile passes: a change, and one in worker counts only.
 	hold := func(next *v1alpha1.PhasedTrainingStatus, at time.Time) time.Duration {
-		return r.holdProgress(key, !equality.Semantic.DeepEqual(stored, next) && countsOnly(stored, next), at)
+		return r.holdProgress(key, !equality.Semantic.DeepEqual(stored, next) && progressOnly(stored, next), at)
 	}
 
 	if got := hold(stored, t0); got != 0 {
@@ -581,16 +597,31 @@ func TestHoldProgress(t *testing.T) {
 		t.Fatalf("after progressBatch: held %v, want a write", got)
 	}
 
+	// A gang's start time is progress too: it is read from the pods, so a
+	// held one is found again.
 	started := counted.DeepCopy()
 	started.Phases[0].Workers.Running = 8
 	started.Phases[0].StartTime = &metav1.Time{Time: t0}
 	if got := hold(counted, t0.Add(3*time.Second)); got == 0 {
 		t.Fatal("a new counts-only change was not held")
 	}
-	if got := hold(started, t0.Add(3*time.Second)); got != 0 {
-		t.Fatalf("a phase that started (startTime set): held %v, want a write at once", got)
+	if got := hold(started, t0.Add(4*time.Second)); got != progressBatch-time.Second {
+		t.Fatalf("a phase that started (startTime set): held %v, want the rest of the batch, %v", got, progressBatch-time.Second)
+	}
+	// Any change of state is written at once and ends the hold.
+	ended := started.DeepCopy()
+	ended.Phases[0].State = v1alpha1.PhaseSucceeded
+	if got := hold(ended, t0.Add(4*time.Second)); got != 0 {
+		t.Fatalf("a phase that ended: held %v, want a write at once", got)
 	}
 	if _, ok := r.heldSince[key]; ok {
 		t.Fatal("a write did not end the hold")
+	}
+	// A start time already stored is not changed quietly.
+	stored = started.DeepCopy()
+	moved := started.DeepCopy()
+	moved.Phases[0].StartTime = &metav1.Time{Time: t0.Add(time.Minute)}
+	if got := hold(moved, t0.Add(5*time.Second)); got != 0 {
+		t.Fatalf("a stored start time changed: held %v, want a write at once", got)
 	}
 }

@@ -339,7 +339,8 @@ func TestBuildService(t *testing.T) {
 					}},
 				},
 				Spec: corev1.ServiceSpec{
-					ClusterIP: corev1.ClusterIPNone, Selector: labels, PublishNotReadyAddresses: true,
+					ClusterIP: corev1.ClusterIPNone, PublishNotReadyAddresses: true,
+					Selector: map[string]string{LabelManaged: "true", LabelPipeline: "job", LabelPeers: "true"},
 					Ports: tc.wantPorts,
 				},
 			}
