@@ -341,7 +341,7 @@ func TestBuildService(t *testing.T) {
 				Spec: corev1.ServiceSpec{
 					ClusterIP: corev1.ClusterIPNone, PublishNotReadyAddresses: true,
 					Selector: map[string]string{LabelManaged: "true", LabelPipeline: "job", LabelPeers: "true"},
-					Ports: tc.wantPorts,
+					Ports:    tc.wantPorts,
 				},
 			}
 			if d := cmp.Diff(want, svc); d != "" {
