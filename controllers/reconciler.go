@@ -179,6 +179,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	st.ObservedGeneration = pt.Generation
 
 	changed := !equality.Semantic.DeepEqual(&pt.Status, st)
+	if changed && r.Scheduler != nil && firstStatus(&pt.Status) && quietStep(step) && r.Scheduler.Propose(pt, st) {
+		// A new pipeline's first status (its first phases queued) is
+		// stored by the scheduler with its first decision on them; the
+		// update that brings back here creates the pods. The requeue
+		// covers a scheduler that does not get to it.
+		return ctrl.Result{RequeueAfter: proposalWait + time.Second, Priority: new(priorityLow)}, nil
+	}
 	held := r.holdProgress(req.NamespacedName, changed && progressOnly(&pt.Status, st), now)
 	if changed && held == 0 {
 		before := pt.DeepCopy()
@@ -209,6 +216,18 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	logger.V(1).Info("reconciled", "state", pt.Status.State, "phase", pt.Status.CurrentPhase)
 	return res, nil
+}
+
+// firstStatus: nothing has been stored yet.
+func firstStatus(st *v1alpha1.PhasedTrainingStatus) bool {
+	return st.ObservedGeneration == 0 && len(st.Phases) == 0 && len(st.Conditions) == 0
+}
+
+// quietStep only queues phases: no phase ended, was skipped or requeued,
+// so there is no event to emit and no span to end, and no timer is set.
+func quietStep(step phases.Step) bool {
+	return len(step.End) == 0 && len(step.Skip) == 0 && len(step.Requeue) == 0 && step.Wake.IsZero() &&
+		step.State != v1alpha1.PipelineSucceeded && step.State != v1alpha1.PipelineFailed
 }
 
 func (r *Reconciler) kick() {

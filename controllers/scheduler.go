@@ -53,6 +53,10 @@ type Scheduler struct {
 	// based on: while the cache still shows that version, the written
 	// status is used instead, so a stale cache never grants twice.
 	assumed map[types.NamespacedName]assumedStatus
+	// proposed holds new pipelines' first statuses, computed by the
+	// reconciler and not yet stored (see Propose), keyed and based like
+	// assumed.
+	proposed map[types.NamespacedName]assumedStatus
 	// inflight holds the pipelines whose status write has not returned:
 	// a cycle leaves them alone (their assumed status stands for them),
 	// and skipped says one did, so the next write to return triggers
@@ -66,7 +70,12 @@ type Scheduler struct {
 type assumedStatus struct {
 	baseRV string
 	status v1alpha1.PhasedTrainingStatus
+	at     time.Time // when it was proposed (proposals only)
 }
+
+// proposalWait is how long a proposed first status may wait for a cycle
+// to store it before the reconciler stores it itself.
+const proposalWait = 10 * time.Second
 
 // debounce gathers a burst of events (a gang's pods, many pipelines
 // created at once) into one cycle.
@@ -79,6 +88,7 @@ func (s *Scheduler) init() {
 	s.once.Do(func() {
 		s.trigger = make(chan struct{}, 1)
 		s.assumed = map[types.NamespacedName]assumedStatus{}
+		s.proposed = map[types.NamespacedName]assumedStatus{}
 		s.inflight = map[types.NamespacedName]bool{}
 		s.writers = make(chan struct{}, statusWriters)
 		if s.Clock == nil {
@@ -97,6 +107,36 @@ func (s *Scheduler) Trigger() {
 	case s.trigger <- struct{}{}:
 	default:
 	}
+}
+
+// Propose hands the scheduler a new pipeline's first status (its first
+// phases queued, nothing else done) to store together with the scheduler's
+// first decision on it: a grant, or what the phase waits for. That is one
+// status write instead of two, and the grant does not wait for the round
+// trip of the first. The proposal holds for the object's resourceVersion
+// it was computed from; any newer version of the object drops it (the
+// reconcile that the change triggers decides again). A proposal already
+// pending for this version is kept (its trace id, its queue time).
+//
+// Propose reports false, and drops the proposal, when it has waited longer
+// than proposalWait: no cycle is getting to it, and the reconciler then
+// stores the status itself.
+func (s *Scheduler) Propose(pt *v1alpha1.PhasedTraining, st *v1alpha1.PhasedTrainingStatus) bool {
+	s.init()
+	key := client.ObjectKeyFromObject(pt)
+	now := s.Clock.Now()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if p, ok := s.proposed[key]; ok && p.baseRV == pt.ResourceVersion {
+		if now.Sub(p.at) > proposalWait {
+			delete(s.proposed, key)
+			return false
+		}
+		return true
+	}
+	s.proposed[key] = assumedStatus{baseRV: pt.ResourceVersion, status: *st.DeepCopy(), at: now}
+	s.Trigger()
+	return true
 }
 
 // Start runs cycles until ctx ends: on a trigger (debounced briefly, so a
@@ -240,11 +280,25 @@ func (s *Scheduler) view(ctx context.Context) (clusterView, error) {
 				delete(s.assumed, key)
 			}
 		}
+		if p, ok := s.proposed[key]; ok {
+			switch {
+			case pt.ResourceVersion != p.baseRV:
+				delete(s.proposed, key)
+			case !s.inflight[key]:
+				pt.Status = *p.status.DeepCopy()
+				v.Proposed = append(v.Proposed, pt)
+			}
+		}
 		v.PTs = append(v.PTs, pt)
 	}
 	for key := range s.assumed {
 		if !seen[key] {
 			delete(s.assumed, key)
+		}
+	}
+	for key := range s.proposed {
+		if !seen[key] {
+			delete(s.proposed, key)
 		}
 	}
 	return v, nil
@@ -278,14 +332,19 @@ func (s *Scheduler) Cycle(ctx context.Context) error {
 		events []pendingEvent
 	}
 	changes := map[types.NamespacedName]*change{}
-	touch := func(ref gangRef) *change {
-		key := client.ObjectKeyFromObject(ref.pt)
+	touchPT := func(pt *v1alpha1.PhasedTraining) *change {
+		key := client.ObjectKeyFromObject(pt)
 		c, ok := changes[key]
 		if !ok {
-			c = &change{pt: ref.pt, status: ref.pt.Status.DeepCopy()}
+			c = &change{pt: pt, status: pt.Status.DeepCopy()}
 			changes[key] = c
 		}
 		return c
+	}
+	touch := func(ref gangRef) *change { return touchPT(ref.pt) }
+	// A proposed first status is written whatever the engine decided.
+	for _, pt := range v.Proposed {
+		touchPT(pt)
 	}
 	stamp := metav1.NewTime(now)
 	for _, rel := range plan.Releases {
@@ -463,6 +522,9 @@ func (s *Scheduler) Cycle(ctx context.Context) error {
 			written, err := s.write(ctx, key, c.pt, c.status, c.events)
 			s.mu.Lock()
 			delete(s.inflight, key)
+			if p, ok := s.proposed[key]; written && ok && p.baseRV == baseRV {
+				delete(s.proposed, key)
+			}
 			if a, ok := s.assumed[key]; !written && ok && a.baseRV == baseRV {
 				delete(s.assumed, key)
 			}

@@ -189,3 +189,120 @@ func TestCycleAssumesGrantsUntilTheirWriteReturns(t *testing.T) {
 		t.Errorf("after the write failed, the view shows %d workers granted, want 0", got)
 	}
 }
+
+// waitWrites waits until the scheduler has no status write in flight.
+func waitWrites(s *Scheduler) {
+	for {
+		s.mu.Lock()
+		busy := len(s.inflight) > 0
+		s.mu.Unlock()
+		if !busy {
+			return
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// A new pipeline's first status, proposed by the reconciler, is stored by
+// the next cycle together with the grant: one status write, after which
+// the reconciler has nothing to write before it creates the pods.
+func TestProposedFirstStatusIsWrittenWithTheGrant(t *testing.T) {
+	ctx := context.Background()
+	n1 := makeNode("n1", "4")
+	var writes atomic.Int32
+	c := fake.NewClientBuilder().WithScheme(Scheme()).
+		WithStatusSubresource(&v1alpha1.PhasedTraining{}).
+		WithObjects(makePT("job").phase("train", 2).obj(), &n1).
+		WithInterceptorFuncs(interceptor.Funcs{SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
+			writes.Add(1)
+			return c.SubResource(sub).Update(ctx, obj, opts...)
+		}}).Build()
+	s := &Scheduler{Client: c, Clock: clocktesting.NewFakeClock(now)}
+	key := client.ObjectKey{Namespace: "ns", Name: "job"}
+	pt := &v1alpha1.PhasedTraining{}
+	if err := c.Get(ctx, key, pt); err != nil {
+		t.Fatal(err)
+	}
+	first := reconcileStatus(t, pt, nil, now)
+	if !s.Propose(pt, first) {
+		t.Fatal("Propose refused a new proposal")
+	}
+	if err := s.Cycle(ctx); err != nil {
+		t.Fatal(err)
+	}
+	waitWrites(s)
+
+	if err := c.Get(ctx, key, pt); err != nil {
+		t.Fatal(err)
+	}
+	if n := writes.Load(); n != 1 {
+		t.Errorf("%d status writes, want 1 (the first status and the grant together)", n)
+	}
+	ps := pt.Status.Phases
+	if len(ps) != 1 || ps[0].State != v1alpha1.PhaseRunning || len(ps[0].Assignments) != 2 {
+		t.Fatalf("stored phases = %+v, want train granted 2 workers", ps)
+	}
+	if ps[0].QueuedTime == nil || !ps[0].QueuedTime.Equal(first.Phases[0].QueuedTime) || pt.Status.ObservedGeneration != first.ObservedGeneration {
+		t.Errorf("the proposal's queue time %v / observed generation %d were not kept: %v / %d",
+			first.Phases[0].QueuedTime, first.ObservedGeneration, ps[0].QueuedTime, pt.Status.ObservedGeneration)
+	}
+	if after := reconcileStatus(t, pt, nil, now.Add(time.Second)); !equality.Semantic.DeepEqual(&pt.Status, after) {
+		t.Errorf("the reconcile after the grant would write the status again:\n%s", cmp.Diff(pt.Status, *after))
+	}
+	s.mu.Lock()
+	left := len(s.proposed)
+	s.mu.Unlock()
+	if left != 0 {
+		t.Errorf("%d proposals left after the write", left)
+	}
+}
+
+// A proposal holds for the version it was computed from, and one that no
+// cycle stores within proposalWait is handed back to the reconciler.
+func TestProposalLifetime(t *testing.T) {
+	ctx := context.Background()
+	c := fake.NewClientBuilder().WithScheme(Scheme()).
+		WithStatusSubresource(&v1alpha1.PhasedTraining{}).
+		WithObjects(makePT("job").phase("train", 2).obj()).Build()
+	clk := clocktesting.NewFakeClock(now)
+	s := &Scheduler{Client: c, Clock: clk}
+	key := client.ObjectKey{Namespace: "ns", Name: "job"}
+	pt := &v1alpha1.PhasedTraining{}
+	if err := c.Get(ctx, key, pt); err != nil {
+		t.Fatal(err)
+	}
+	first := reconcileStatus(t, pt, nil, now)
+	if !s.Propose(pt, first) {
+		t.Fatal("Propose refused a new proposal")
+	}
+	clk.Step(proposalWait)
+	if !s.Propose(pt, first) {
+		t.Fatal("a proposal pending for proposalWait was handed back already")
+	}
+	clk.Step(time.Second)
+	if s.Propose(pt, first) {
+		t.Fatal("a proposal pending longer than proposalWait was not handed back")
+	}
+
+	// A newer version of the object drops the proposal.
+	if !s.Propose(pt, first) {
+		t.Fatal("Propose refused a new proposal")
+	}
+	pt.Labels = map[string]string{"touched": "yes"}
+	if err := c.Update(ctx, pt); err != nil {
+		t.Fatal(err)
+	}
+	v, err := s.view(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(v.Proposed) != 0 || len(v.PTs) != 1 || len(v.PTs[0].Status.Phases) != 0 {
+		t.Errorf("a proposal for an older version was used: proposed %d, phases %+v", len(v.Proposed), v.PTs[0].Status.Phases)
+	}
+	s.mu.Lock()
+	left := len(s.proposed)
+	s.mu.Unlock()
+	if left != 0 {
+		t.Errorf("%d proposals left for an older version", left)
+	}
+}

@@ -18,6 +18,10 @@ type clusterView struct {
 	PTs   []*v1alpha1.PhasedTraining
 	// Priorities maps PriorityClass names to values.
 	Priorities map[string]int32
+	// Proposed are new pipelines whose first status (from the
+	// reconciler, see Scheduler.Propose) is not stored yet: the cycle
+	// writes it, with whatever it decides for them.
+	Proposed []*v1alpha1.PhasedTraining
 }
 
 // gangRef points from an engine gang back to its phase status.
