@@ -600,6 +600,30 @@ func phasegangRun(ctx context.Context) (result, error) {
 				}
 			}
 			fmt.Fprintf(os.Stderr, "  train granted → pod created p50 %.0fs p99 %.0fs\n", quantile(toCreate, 0.5), quantile(toCreate, 0.99))
+			// The first wave ends with its last pod: say where that one's
+			// time went (seconds from the start of the run).
+			var lastPod *corev1.Pod
+			for i := range pods.Items {
+				if p := &pods.Items[i]; lastPod == nil || runningSince(p).After(runningSince(lastPod)) {
+					lastPod = p
+				}
+			}
+			if lastPod != nil {
+				at := func(t time.Time) string {
+					if t.IsZero() {
+						return "?"
+					}
+					return fmt.Sprintf("%.0fs", t.Sub(start).Seconds())
+				}
+				var created time.Time
+				for _, pt := range pts.Items {
+					if pt.Name == lastPod.Labels["phasegang.dev/pipeline"] {
+						created = pt.CreationTimestamp.Time
+					}
+				}
+				fmt.Fprintf(os.Stderr, "  the last train pod, %s: pipeline created %s, granted %s, pod created %s, bound %s, Running %s\n",
+					lastPod.Name, at(created), at(granted[lastPod.Labels["phasegang.dev/pipeline"]]), at(lastPod.CreationTimestamp.Time), at(boundAt(lastPod)), at(runningSince(lastPod)))
+			}
 		}
 	}
 	r.p50, r.p99 = quantile(lat, 0.5), quantile(lat, 0.99)
