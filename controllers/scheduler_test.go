@@ -173,15 +173,7 @@ func TestCycleAssumesGrantsUntilTheirWriteReturns(t *testing.T) {
 		time.Sleep(time.Millisecond)
 	}
 	close(release)
-	for {
-		s.mu.Lock()
-		busy := len(s.inflight) > 0
-		s.mu.Unlock()
-		if !busy {
-			break
-		}
-		time.Sleep(time.Millisecond)
-	}
+	waitWrites(s)
 	if n := writes.Load(); n != 1 {
 		t.Errorf("%d status writes for one pipeline, want 1: the second cycle must count the assumed grant", n)
 	}
@@ -203,6 +195,21 @@ func waitWrites(s *Scheduler) {
 	}
 }
 
+// proposeFirstStatus does what the reconciler does for a new pipeline:
+// it computes the first status of the stored object and proposes it.
+func proposeFirstStatus(ctx context.Context, t *testing.T, c client.Client, s *Scheduler, key client.ObjectKey) (*v1alpha1.PhasedTraining, *v1alpha1.PhasedTrainingStatus) {
+	t.Helper()
+	pt := &v1alpha1.PhasedTraining{}
+	if err := c.Get(ctx, key, pt); err != nil {
+		t.Fatal(err)
+	}
+	first := reconcileStatus(t, pt, nil, now)
+	if !s.Propose(pt, first) {
+		t.Fatal("Propose refused a new proposal")
+	}
+	return pt, first
+}
+
 // A new pipeline's first status, proposed by the reconciler, is stored by
 // the next cycle together with the grant: one status write, after which
 // the reconciler has nothing to write before it creates the pods.
@@ -219,14 +226,7 @@ func TestProposedFirstStatusIsWrittenWithTheGrant(t *testing.T) {
 		}}).Build()
 	s := &Scheduler{Client: c, Clock: clocktesting.NewFakeClock(now)}
 	key := client.ObjectKey{Namespace: "ns", Name: "job"}
-	pt := &v1alpha1.PhasedTraining{}
-	if err := c.Get(ctx, key, pt); err != nil {
-		t.Fatal(err)
-	}
-	first := reconcileStatus(t, pt, nil, now)
-	if !s.Propose(pt, first) {
-		t.Fatal("Propose refused a new proposal")
-	}
+	pt, first := proposeFirstStatus(ctx, t, c, s, key)
 	if err := s.Cycle(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -267,14 +267,7 @@ func TestProposalLifetime(t *testing.T) {
 	clk := clocktesting.NewFakeClock(now)
 	s := &Scheduler{Client: c, Clock: clk}
 	key := client.ObjectKey{Namespace: "ns", Name: "job"}
-	pt := &v1alpha1.PhasedTraining{}
-	if err := c.Get(ctx, key, pt); err != nil {
-		t.Fatal(err)
-	}
-	first := reconcileStatus(t, pt, nil, now)
-	if !s.Propose(pt, first) {
-		t.Fatal("Propose refused a new proposal")
-	}
+	pt, first := proposeFirstStatus(ctx, t, c, s, key)
 	clk.Step(proposalWait)
 	if !s.Propose(pt, first) {
 		t.Fatal("a proposal pending for proposalWait was handed back already")
