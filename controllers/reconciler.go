@@ -246,10 +246,10 @@ func (r *Reconciler) forget(key types.NamespacedName) {
 // holdProgress says how much longer a status that differs from the stored
 // one only in progress (progressOnly) is held back (zero: write it
 // now). Any other difference, or none, ends the hold.
-func (r *Reconciler) holdProgress(key types.NamespacedName, countsOnly bool, now time.Time) time.Duration {
+func (r *Reconciler) holdProgress(key types.NamespacedName, progress bool, now time.Time) time.Duration {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if !countsOnly {
+	if !progress {
 		delete(r.heldSince, key)
 		return 0
 	}

@@ -71,7 +71,7 @@ func buildWorkerPod(pt *v1alpha1.PhasedTraining, phase *v1alpha1.Phase, ps *v1al
 		labels[k] = v
 	}
 	labels[LabelWorker] = strconv.Itoa(int(index))
-	if phase.Gang.DesiredOrMin() > 1 || phase.Gang.Min > 1 {
+	if max(phase.Gang.Min, phase.Gang.DesiredOrMin()) > 1 {
 		labels[LabelPeers] = "true"
 	}
 	pod := &corev1.Pod{

@@ -11,10 +11,12 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -35,15 +37,30 @@ func TestTrainValidateTest(t *testing.T) {
 		phase("test", 1, 1, worker("pool-a", 1, 1, ""), "validate").
 		with(func(p *v1alpha1.Phase) { p.When = "float(phases.validate.outputs.accuracy) >= 0.9" }).
 		create(t)
-	// Watch reservations while it runs: never two phases at once.
+	// Watch reservations while it runs: never two phases at once. Watch
+	// the pipeline's Service too: which workers it publishes.
 	stop := make(chan struct{})
 	overlap := make(chan string, 1)
+	published := map[string]bool{} // hostnames in the Service's EndpointSlices
+	var publishedMu sync.Mutex
 	go func() {
 		for {
 			select {
 			case <-stop:
 				return
 			case <-time.After(100 * time.Millisecond):
+			}
+			var slices discoveryv1.EndpointSliceList
+			if k8s.List(context.Background(), &slices, client.InNamespace(ns), client.MatchingLabels{discoveryv1.LabelServiceName: "pipeline"}) == nil {
+				publishedMu.Lock()
+				for _, sl := range slices.Items {
+					for _, e := range sl.Endpoints {
+						if e.Hostname != nil {
+							published[*e.Hostname] = true
+						}
+					}
+				}
+				publishedMu.Unlock()
 			}
 			var cur v1alpha1.PhasedTraining
 			if k8s.Get(context.Background(), client.ObjectKeyFromObject(pt), &cur) != nil {
@@ -103,6 +120,19 @@ func TestTrainValidateTest(t *testing.T) {
 	}
 	if n := len(pods(t, ns, nil)); n != 11 {
 		t.Errorf("%d worker pods, want 8 + 2 + 1", n)
+	}
+	// Peers find each other through the Service: the 8 train and 2
+	// validate workers were published under their hostnames; the single
+	// test worker has no peer and is left out.
+	publishedMu.Lock()
+	defer publishedMu.Unlock()
+	for _, h := range []string{"train-0", "train-7", "validate-0", "validate-1"} {
+		if !published[h] {
+			t.Errorf("worker %s never appeared in the pipeline's Service (saw %v)", h, published)
+		}
+	}
+	if published["test-0"] {
+		t.Errorf("the single test worker was published in the Service (saw %v)", published)
 	}
 }
 
