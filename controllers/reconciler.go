@@ -385,7 +385,7 @@ func observe(pt *v1alpha1.PhasedTraining, pl *phases.Pipeline, st *v1alpha1.Phas
 		if c := pl.Phase(ps.Name); c != nil {
 			declared = c.Outputs()
 		}
-		started, lastStart := int32(0), time.Time{}
+		var lastStart time.Time
 		for idx := int32(0); idx < int32(len(ps.Assignments)); idx++ {
 			p := byInstance[in][idx]
 			if p == nil || p.DeletionTimestamp != nil || p.Spec.NodeName != ps.Assignments[idx] && p.Spec.NodeName != "" {
@@ -394,33 +394,29 @@ func observe(pt *v1alpha1.PhasedTraining, pl *phases.Pipeline, st *v1alpha1.Phas
 				continue
 			}
 			switch p.Status.Phase {
-			case corev1.PodRunning, corev1.PodSucceeded, corev1.PodFailed:
-				if t := workerStart(p); t.After(lastStart) {
-					lastStart = t
-				}
-			}
-			switch p.Status.Phase {
 			case corev1.PodRunning:
 				o.Running++
-				started++
 			case corev1.PodSucceeded:
 				o.Succeeded++
-				started++
 				o.Outputs = mergeOutputs(o.Outputs, p, declared)
 				if idx == 0 {
 					o.ChiefSucceeded = true
 				}
 			case corev1.PodFailed:
 				o.Failed++
-				started++
 				o.Outputs = mergeOutputs(o.Outputs, p, declared)
 				if idx == 0 {
 					o.ChiefFailed = true
 				}
+			default:
+				continue // not started yet
+			}
+			if t := workerStart(p); t.After(lastStart) {
+				lastStart = t
 			}
 		}
 		ps.Workers.Running, ps.Workers.Succeeded, ps.Workers.Failed = o.Running, o.Succeeded, o.Failed
-		if ps.StartTime == nil && started == o.Granted {
+		if started := o.Running + o.Succeeded + o.Failed; ps.StartTime == nil && started == o.Granted {
 			if lastStart.IsZero() || lastStart.After(now) {
 				lastStart = now
 			}

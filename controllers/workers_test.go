@@ -7,6 +7,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/utils/ptr"
 )
@@ -440,19 +441,12 @@ func TestWorkerPod(t *testing.T) {
 func TestServiceSelectsWorkersWithPeers(t *testing.T) {
 	pt := makePT("job").phase("train", 4).phase("grow", 1).desired(4).phase("test", 1).obj()
 	svc := buildService(pt)
-	selected := func(p *corev1.Pod) bool {
-		for k, v := range svc.Spec.Selector {
-			if p.Labels[k] != v {
-				return false
-			}
-		}
-		return true
-	}
+	selector := labels.SelectorFromSet(svc.Spec.Selector)
 	for i, want := range []bool{true, true, false} {
 		phase := &pt.Spec.Phases[i]
 		ps := running(phase.Name, "n1")
 		pod := buildWorkerPod(pt, phase, &ps, 0, "n1", 1)
-		if got := selected(pod); got != want {
+		if got := selector.Matches(labels.Set(pod.Labels)); got != want {
 			t.Errorf("phase %s (gang %d..%d): selected by the Service = %v, want %v", phase.Name, phase.Gang.Min, phase.Gang.DesiredOrMin(), got, want)
 		}
 		if pod.Spec.Subdomain != svc.Name {

@@ -580,8 +580,9 @@ func phasegangRun(ctx context.Context) (result, error) {
 	var pts v1alpha1.PhasedTrainingList
 	if err := k8s.List(ctx, &pts, client.InNamespace(ns)); err == nil {
 		var toGrant []float64
-		granted := map[string]time.Time{}
+		granted, created := map[string]time.Time{}, map[string]time.Time{}
 		for _, pt := range pts.Items {
+			created[pt.Name] = pt.CreationTimestamp.Time
 			for _, ps := range pt.Status.Phases {
 				if ps.Name == "train" && ps.ReservedTime != nil {
 					toGrant = append(toGrant, ps.ReservedTime.Sub(pt.CreationTimestamp.Time).Seconds())
@@ -615,14 +616,9 @@ func phasegangRun(ctx context.Context) (result, error) {
 					}
 					return fmt.Sprintf("%.0fs", t.Sub(start).Seconds())
 				}
-				var created time.Time
-				for _, pt := range pts.Items {
-					if pt.Name == lastPod.Labels["phasegang.dev/pipeline"] {
-						created = pt.CreationTimestamp.Time
-					}
-				}
+				pipeline := lastPod.Labels["phasegang.dev/pipeline"]
 				fmt.Fprintf(os.Stderr, "  the last train pod, %s: pipeline created %s, granted %s, pod created %s, bound %s, Running %s\n",
-					lastPod.Name, at(created), at(granted[lastPod.Labels["phasegang.dev/pipeline"]]), at(lastPod.CreationTimestamp.Time), at(boundAt(lastPod)), at(runningSince(lastPod)))
+					lastPod.Name, at(created[pipeline]), at(granted[pipeline]), at(lastPod.CreationTimestamp.Time), at(boundAt(lastPod)), at(runningSince(lastPod)))
 			}
 		}
 	}
