@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/phasegang/phasegang/apis/v1alpha1"
+	"github.com/phasegang/phasegang/driver"
 )
 
 // Shared test fixtures: pure builders, no client.
@@ -120,7 +121,7 @@ func makePod(ns, name, node string, phase corev1.PodPhase, cpu string, opts ...p
 // workerPodOf is the pod buildWorkerPod makes for worker idx of the phase
 // attempt ps, bound to node and in the given pod phase.
 func workerPodOf(pt *v1alpha1.PhasedTraining, ps v1alpha1.PhaseStatus, idx int32, node string, phase corev1.PodPhase, msgs ...string) corev1.Pod {
-	p := buildWorkerPod(pt, specPhase(pt, ps.Name), &ps, idx, node, int32(max(len(ps.Assignments), 1)))
+	p := buildWorkerPod(pt, driver.SpecPhase(pt, ps.Name), &ps, idx, node, int32(max(len(ps.Assignments), 1)))
 	p.Spec.NodeName = node
 	p.Status.Phase = phase
 	for i, m := range msgs {

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/phasegang/phasegang/apis/v1alpha1"
+	"github.com/phasegang/phasegang/driver"
 	"github.com/phasegang/phasegang/phases"
 )
 
@@ -173,9 +174,9 @@ func TestObserve(t *testing.T) {
 			status: []v1alpha1.PhaseStatus{r2},
 			pods: func(pt *v1alpha1.PhasedTraining) []corev1.Pod {
 				a := workerPodOf(pt, r2, 0, "n1", corev1.PodRunning)
-				delete(a.Labels, LabelWorker)
+				delete(a.Labels, driver.LabelWorker)
 				b := workerPodOf(pt, r2, 1, "n2", corev1.PodRunning)
-				b.Labels[LabelAttempt] = "x"
+				b.Labels[driver.LabelAttempt] = "x"
 				return []corev1.Pod{a, b}
 			},
 			want:       phases.Observations{trainIn: {Granted: 2}},

@@ -3,8 +3,6 @@ package controllers
 import (
 	"context"
 	"fmt"
-	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -12,8 +10,6 @@ import (
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
@@ -22,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/phasegang/phasegang/apis/v1alpha1"
+	"github.com/phasegang/phasegang/driver"
 	"github.com/phasegang/phasegang/engine"
 )
 
@@ -304,8 +301,10 @@ func (s *Scheduler) view(ctx context.Context) (clusterView, error) {
 	return v, nil
 }
 
-// Cycle runs one scheduling cycle. It returns once its status writes are
-// sent; they complete in the background (see the end of Cycle).
+// Cycle runs one scheduling cycle: read the caches, build the snapshot,
+// let the engine decide, turn its Plan into status changes (the driver's,
+// as the simulator does), and send the writes. It returns once the writes
+// are sent; they complete in the background (see dispatch).
 func (s *Scheduler) Cycle(ctx context.Context) error {
 	s.init()
 	v, err := s.view(ctx)
@@ -313,303 +312,140 @@ func (s *Scheduler) Cycle(ctx context.Context) error {
 		return err
 	}
 	now := s.Clock.Now()
-	s.mu.Lock()
-	fence := s.fence
-	s.mu.Unlock()
-	snap, refs := buildSnapshot(v, now, fence)
+	snap, demand := buildSnapshot(v, now, s.currentFence())
 	plan := engine.Schedule(s.Config, snap)
-	s.mu.Lock()
-	s.fence = plan.Fence
-	s.mu.Unlock()
-	if s.Metrics != nil {
-		s.Metrics.observeSnapshot(snap, plan)
-	}
-
-	// Collect every change per pipeline, then write each status once.
-	type change struct {
-		pt     *v1alpha1.PhasedTraining
-		status *v1alpha1.PhasedTrainingStatus
-		events []pendingEvent
-	}
-	changes := map[types.NamespacedName]*change{}
-	touchPT := func(pt *v1alpha1.PhasedTraining) *change {
-		key := client.ObjectKeyFromObject(pt)
-		c, ok := changes[key]
-		if !ok {
-			c = &change{pt: pt, status: pt.Status.DeepCopy()}
-			changes[key] = c
-		}
-		return c
-	}
-	touch := func(ref gangRef) *change { return touchPT(ref.pt) }
-	// A proposed first status is written whatever the engine decided.
+	s.setFence(plan.Fence)
+	s.observe(snap, plan, demand, now)
+	changes := driver.Changes{}
 	for _, pt := range v.Proposed {
-		touchPT(pt)
+		// A proposed first status is written whatever the engine decided.
+		changes.Touch(pt)
 	}
-	stamp := metav1.NewTime(now)
-	for _, rel := range plan.Releases {
-		ref, ok := refs[rel.Gang]
-		if !ok || rel.Reason != engine.ReleaseNodeLost {
-			continue
-		}
-		// A lost node breaks the gang: queue the same attempt again for a
-		// fresh gang; it keeps the pipeline's age, and the job's retries
-		// are not spent on the cluster's fault.
-		c := touch(ref)
-		ps := &c.status.Phases[ref.index]
-		ps.AddHistory(v1alpha1.PhaseEvent{Time: stamp, Type: v1alpha1.PhaseEventNodeLost, Message: rel.Message})
-		ps.State, ps.Message = v1alpha1.PhaseQueued, rel.Message+"; the gang was released and queued again"
-		ps.Assignments, ps.Reservation, ps.ReservedTime, ps.StartTime = nil, nil, nil, nil
-		ps.Workers.Granted, ps.Workers.Running = 0, 0
-		ps.QueuedTime = &stamp
-		c.events = append(c.events, pendingEvent{corev1.EventTypeWarning, "NodeLost", fmt.Sprintf("phase %s: %s; gang released and queued again", phaseLabel(ps), rel.Message)})
+	driver.ApplyPlan(plan, demand, now, changes)
+	s.dispatch(ctx, changes)
+	return nil
+}
+
+func (s *Scheduler) currentFence() *engine.Fence {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.fence
+}
+
+func (s *Scheduler) setFence(f *engine.Fence) {
+	s.mu.Lock()
+	s.fence = f
+	s.mu.Unlock()
+}
+
+// observe feeds the cycle's figures to the metrics.
+func (s *Scheduler) observe(snap engine.Snapshot, plan engine.Plan, d *driver.Demand, now time.Time) {
+	if s.Metrics == nil {
+		return
 	}
-	for _, shr := range plan.Shrinks {
-		ref, ok := refs[shr.Gang]
-		if !ok {
-			continue
-		}
-		c := touch(ref)
-		ps := &c.status.Phases[ref.index]
-		ps.Assignments = ps.Assignments[:len(ps.Assignments)-len(shr.Workers)]
-		setReservation(ps)
-		ps.AddHistory(v1alpha1.PhaseEvent{Time: stamp, Type: v1alpha1.PhaseEventShrink, Workers: ps.Workers.Granted,
-			Message: fmt.Sprintf("gave back %d surplus workers for %s", len(shr.Workers), shr.For.Pipeline)})
-		c.events = append(c.events, pendingEvent{corev1.EventTypeNormal, "Shrunk", fmt.Sprintf("phase %s gave back %d surplus workers (now %d) for %s", phaseLabel(ps), len(shr.Workers), len(ps.Assignments), shr.For.Pipeline)})
-		if s.Metrics != nil {
-			s.Metrics.Shrinks.Inc()
-		}
-	}
+	s.Metrics.observeSnapshot(snap, plan)
+	s.Metrics.Shrinks.Add(float64(len(plan.Shrinks)))
 	for _, rv := range plan.Reserves {
-		ref, ok := refs[rv.Gang]
+		g, ok := d.Gangs[rv.Gang]
 		if !ok {
 			continue
 		}
-		c := touch(ref)
-		ps := &c.status.Phases[ref.index]
-		ps.State = v1alpha1.PhaseRunning
-		ps.Assignments = make([]string, len(rv.Workers))
-		for _, w := range rv.Workers {
-			ps.Assignments[w.Index] = w.Node
-		}
-		setReservation(ps)
-		ps.ReservedTime, ps.StartTime, ps.NotBefore = &stamp, nil, nil
-		ps.AddHistory(v1alpha1.PhaseEvent{Time: stamp, Type: v1alpha1.PhaseEventReserved, Workers: ps.Workers.Granted, Message: ps.WaitingFor})
-		ps.WaitingFor, ps.Message = "", ""
-		meta.SetStatusCondition(&c.status.Conditions, metav1.Condition{Type: string(v1alpha1.ConditionInfeasible), Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonGangReserved, Message: "the gang fits"})
-		waited := ""
-		if ps.QueuedTime != nil {
-			waited = fmt.Sprintf(" after %s queued", now.Sub(ps.QueuedTime.Time).Round(time.Second))
-		}
-		c.events = append(c.events, pendingEvent{corev1.EventTypeNormal, "Reserved", fmt.Sprintf("phase %s: reserved %d workers on %s%s", phaseLabel(ps), len(rv.Workers), reservationText(ps.Reservation), waited)})
-		if s.Metrics != nil {
-			s.Metrics.Grants.Inc()
-			if ps.QueuedTime != nil {
-				s.Metrics.Wait.WithLabelValues(ps.Name).Observe(now.Sub(ps.QueuedTime.Time).Seconds())
-			}
+		s.Metrics.Grants.Inc()
+		if ps := g.Status(); ps.QueuedTime != nil {
+			s.Metrics.Wait.WithLabelValues(ps.Name).Observe(now.Sub(ps.QueuedTime.Time).Seconds())
 		}
 	}
-	for _, g := range plan.Grows {
-		ref, ok := refs[g.Gang]
-		if !ok {
-			continue
-		}
-		c := touch(ref)
-		ps := &c.status.Phases[ref.index]
-		for _, w := range g.Workers {
-			if int(w.Index) == len(ps.Assignments) {
-				ps.Assignments = append(ps.Assignments, w.Node)
-			}
-		}
-		setReservation(ps)
-		ps.AddHistory(v1alpha1.PhaseEvent{Time: stamp, Type: v1alpha1.PhaseEventGrow, Workers: ps.Workers.Granted,
-			Message: fmt.Sprintf("grew by %d workers", len(g.Workers))})
-		c.events = append(c.events, pendingEvent{corev1.EventTypeNormal, "Grown", fmt.Sprintf("phase %s grew by %d workers (now %d)", phaseLabel(ps), len(g.Workers), len(ps.Assignments))})
-	}
-	for _, w := range plan.Waiting {
-		ref, ok := refs[w.Gang]
-		if !ok {
-			continue
-		}
-		msg := w.Message()
-		if ref.pt.Status.Phases[ref.index].WaitingFor == msg {
-			continue
-		}
-		c := touch(ref)
-		c.status.Phases[ref.index].WaitingFor = msg
-	}
-	for _, inf := range plan.Infeasible {
-		ref, ok := refs[inf.Gang]
-		if !ok {
-			continue
-		}
-		ps := &ref.pt.Status.Phases[ref.index]
-		cond := meta.FindStatusCondition(ref.pt.Status.Conditions, string(v1alpha1.ConditionInfeasible))
-		msg := fmt.Sprintf("phase %s can never fit: %s", phaseLabel(ps), inf.Message)
-		if cond != nil && cond.Status == metav1.ConditionTrue && cond.Message == msg {
-			continue
-		}
-		c := touch(ref)
-		c.status.Phases[ref.index].WaitingFor = "never fits: " + inf.Message
-		meta.SetStatusCondition(&c.status.Conditions, metav1.Condition{
-			Type: string(v1alpha1.ConditionInfeasible), Status: metav1.ConditionTrue,
-			Reason: v1alpha1.ReasonGangNeverFits, Message: msg, ObservedGeneration: ref.pt.Generation,
-		})
-		c.events = append(c.events, pendingEvent{corev1.EventTypeWarning, v1alpha1.ReasonGangNeverFits, msg})
-	}
-	// A pipeline marked Infeasible whose gangs now fit (nodes were added)
-	// goes back to waiting.
-	stillInfeasible := map[types.NamespacedName]bool{}
-	for _, inf := range plan.Infeasible {
-		if ref, ok := refs[inf.Gang]; ok {
-			stillInfeasible[client.ObjectKeyFromObject(ref.pt)] = true
-		}
-	}
-	for _, ref := range refs {
-		key := client.ObjectKeyFromObject(ref.pt)
-		if stillInfeasible[key] || !meta.IsStatusConditionTrue(ref.pt.Status.Conditions, string(v1alpha1.ConditionInfeasible)) {
-			continue
-		}
-		c := touch(ref)
-		if meta.IsStatusConditionTrue(c.status.Conditions, string(v1alpha1.ConditionInfeasible)) {
-			meta.SetStatusCondition(&c.status.Conditions, metav1.Condition{Type: string(v1alpha1.ConditionInfeasible), Status: metav1.ConditionFalse,
-				Reason: v1alpha1.ReasonWaitingForCapacity, Message: "the gang fits the cluster now", ObservedGeneration: ref.pt.Generation})
-		}
-	}
+}
 
-	// The conditions follow the phases; the reconciler derives the same
-	// ones, so it has nothing to write when it picks the grant up.
-	for _, c := range changes {
-		if !conditionsSettled(c.status) {
-			setPhaseConditions(c.status, c.pt.Generation)
-		}
-	}
-
-	keys := make([]types.NamespacedName, 0, len(changes))
-	for k := range changes {
-		keys = append(keys, k)
-	}
-	slices.SortFunc(keys, func(a, b types.NamespacedName) int {
-		if a.Namespace != b.Namespace {
-			return strings.Compare(a.Namespace, b.Namespace)
-		}
-		return strings.Compare(a.Name, b.Name)
-	})
-	// Writes go out in parallel (bounded) and the cycle does not wait for
-	// them: a cycle that grants hundreds of gangs must not hold the next
-	// one behind hundreds of round trips. Each status is assumed before
-	// its write is sent, as kube-scheduler assumes a pod before binding
-	// it, so the next cycle already counts the grant; a write that fails
-	// drops its assumption, and the capacity is free again in the cycle
-	// it triggers.
+// dispatch sends each changed status in one write. Writes go out in
+// parallel (bounded) and the cycle does not wait for them: a cycle that
+// grants hundreds of gangs must not hold the next one behind hundreds of
+// round trips. Each status is assumed before its write is sent, as
+// kube-scheduler assumes a pod before binding it, so the next cycle
+// already counts the grant; a write that fails drops its assumption, and
+// the capacity is free again in the cycle it triggers.
+func (s *Scheduler) dispatch(ctx context.Context, changes driver.Changes) {
 	logger := log.FromContext(ctx).WithName("scheduler")
-	for _, key := range keys {
-		c := changes[key]
-		c.status.State = v1alpha1.StateFromConditions(c.status.Conditions)
-		baseRV := c.pt.ResourceVersion
-		s.mu.Lock()
-		if s.inflight[key] {
-			s.skipped = true
-			s.mu.Unlock()
+	for _, k := range changes.Keys() {
+		c := changes[k]
+		key := client.ObjectKeyFromObject(c.Pipeline)
+		baseRV := c.Pipeline.ResourceVersion
+		if !s.assume(key, baseRV, c.Status) {
 			continue
 		}
-		s.inflight[key] = true
-		s.assumed[key] = assumedStatus{baseRV: baseRV, status: *c.status.DeepCopy()}
-		s.mu.Unlock()
 		s.writers <- struct{}{}
 		go func() {
 			defer func() { <-s.writers }()
-			written, err := s.write(ctx, key, c.pt, c.status, c.events)
-			s.mu.Lock()
-			delete(s.inflight, key)
-			if p, ok := s.proposed[key]; written && ok && p.baseRV == baseRV {
-				delete(s.proposed, key)
-			}
-			if a, ok := s.assumed[key]; !written && ok && a.baseRV == baseRV {
-				delete(s.assumed, key)
-			}
-			again := s.skipped || !written
-			s.skipped = false
-			s.mu.Unlock()
+			written, err := s.write(ctx, key, c.Pipeline, c.Status, c.Events)
 			if err != nil {
 				logger.Error(err, "status write failed")
 			}
-			if again {
+			if s.settle(key, baseRV, written) {
 				s.Trigger()
 			}
 		}()
 	}
-	return nil
+}
+
+// assume marks a write in flight and its status assumed; it reports false
+// when a write for the pipeline is in flight already (the next cycle,
+// triggered when that one returns, decides again).
+func (s *Scheduler) assume(key types.NamespacedName, baseRV string, st *v1alpha1.PhasedTrainingStatus) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.inflight[key] {
+		s.skipped = true
+		return false
+	}
+	s.inflight[key] = true
+	s.assumed[key] = assumedStatus{baseRV: baseRV, status: *st.DeepCopy()}
+	return true
+}
+
+// settle ends a write: a stored proposal is done, a failed write's
+// assumption is dropped. It reports whether another cycle is due.
+func (s *Scheduler) settle(key types.NamespacedName, baseRV string, written bool) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.inflight, key)
+	if p, ok := s.proposed[key]; written && ok && p.baseRV == baseRV {
+		delete(s.proposed, key)
+	}
+	if a, ok := s.assumed[key]; !written && ok && a.baseRV == baseRV {
+		delete(s.assumed, key)
+	}
+	again := s.skipped || !written
+	s.skipped = false
+	return again
 }
 
 // statusWriters bounds the scheduler's concurrent status writes.
 const statusWriters = 16
 
 // write stores one pipeline's new status (optimistic concurrency: the
-// resourceVersion the change was computed from) and emits its events. It
+// resourceVersion the change was computed from) and records its events. It
 // reports whether the status was stored; a conflict (the reconciler wrote
 // first) or a deleted pipeline is not an error: the next cycle decides
 // again from what is there.
-func (s *Scheduler) write(ctx context.Context, key types.NamespacedName, pt *v1alpha1.PhasedTraining, status *v1alpha1.PhasedTrainingStatus, events []pendingEvent) (bool, error) {
+func (s *Scheduler) write(ctx context.Context, key types.NamespacedName, pt *v1alpha1.PhasedTraining, status *v1alpha1.PhasedTrainingStatus, events []driver.Event) (bool, error) {
 	obj := pt.DeepCopy()
 	obj.Status = *status
-	if err := s.Client.Status().Update(ctx, obj, client.FieldOwner(FieldManager)); err != nil {
+	if err := s.Client.Status().Update(ctx, obj, client.FieldOwner(driver.FieldManager)); err != nil {
 		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
 			return false, nil
 		}
 		return false, fmt.Errorf("writing the status of %s: %w", key, err)
 	}
-	if s.Recorder != nil {
-		for _, e := range events {
-			s.Recorder.Eventf(obj, nil, e.kind, e.reason, "Schedule", e.message)
-		}
-	}
+	recordEvents(s.Recorder, obj, events)
 	return true, nil
 }
 
-// conditionsSettled: the reconciler owns a finished or invalid pipeline's
-// conditions.
-func conditionsSettled(st *v1alpha1.PhasedTrainingStatus) bool {
-	s := v1alpha1.StateFromConditions(st.Conditions)
-	return pipelineEnded(s) || s == v1alpha1.PipelineInvalid
-}
-
-type pendingEvent struct {
-	kind, reason, message string
-}
-
-// setReservation derives the node → workers summary from the assignments.
-func setReservation(ps *v1alpha1.PhaseStatus) {
-	ps.Reservation = map[string]int32{}
-	for _, n := range ps.Assignments {
-		ps.Reservation[n]++
+// recordEvents records the driver's events on a pipeline.
+func recordEvents(rec events.EventRecorder, pt *v1alpha1.PhasedTraining, evs []driver.Event) {
+	if rec == nil {
+		return
 	}
-	ps.Workers.Granted = int32(len(ps.Assignments))
-}
-
-func reservationText(r map[string]int32) string {
-	nodes := make([]string, 0, len(r))
-	for n := range r {
-		nodes = append(nodes, n)
+	for _, e := range evs {
+		rec.Eventf(pt, nil, e.Type, e.Reason, e.Action, "%s", e.Message)
 	}
-	slices.Sort(nodes)
-	out := ""
-	for i, n := range nodes {
-		if i > 0 {
-			out += ", "
-		}
-		out += fmt.Sprintf("%s×%d", n, r[n])
-	}
-	return out
-}
-
-func phaseLabel(ps *v1alpha1.PhaseStatus) string {
-	s := ps.Name
-	if ps.Iteration > 0 {
-		s += fmt.Sprintf(" (iteration %d)", ps.Iteration)
-	}
-	if ps.Attempt > 0 {
-		s += fmt.Sprintf(" (attempt %d)", ps.Attempt)
-	}
-	return s
 }

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/phasegang/phasegang/apis/v1alpha1"
+	"github.com/phasegang/phasegang/driver"
 )
 
 func TestSetReservation(t *testing.T) {
@@ -75,7 +76,7 @@ func TestPhaseLabel(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			if got := phaseLabel(&tc.ps); got != tc.want {
+			if got := driver.PhaseLabel(&tc.ps); got != tc.want {
 				t.Errorf("got %q, want %q", got, tc.want)
 			}
 		})

@@ -1,13 +1,13 @@
 package controllers
 
 import (
-	"strconv"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	resourcehelper "k8s.io/component-helpers/resource"
 
 	"github.com/phasegang/phasegang/apis/v1alpha1"
+	"github.com/phasegang/phasegang/driver"
 	"github.com/phasegang/phasegang/engine"
 )
 
@@ -17,137 +17,25 @@ type clusterView struct {
 	Pods  []corev1.Pod
 	PTs   []*v1alpha1.PhasedTraining
 	// Priorities maps PriorityClass names to values.
-	Priorities map[string]int32
+	Priorities driver.Priorities
 	// Proposed are new pipelines whose first status (from the
 	// reconciler, see Scheduler.Propose) is not stored yet: the cycle
 	// writes it, with whatever it decides for them.
 	Proposed []*v1alpha1.PhasedTraining
 }
 
-// gangRef points from an engine gang back to its phase status.
-type gangRef struct {
-	pt    *v1alpha1.PhasedTraining
-	phase *v1alpha1.Phase
-	// index of the PhaseStatus in pt.Status.Phases
-	index int
-}
-
-// schedulable says whether a pipeline takes part in scheduling: not being
-// deleted, valid, and not ended.
-func schedulable(pt *v1alpha1.PhasedTraining) bool {
-	if pt.DeletionTimestamp != nil {
-		return false
-	}
-	switch pt.Status.State {
-	case v1alpha1.PipelineInvalid, v1alpha1.PipelineSucceeded, v1alpha1.PipelineFailed:
-		return false
-	}
-	// A spec edited since the status was written has not been validated yet.
-	return pt.Status.ObservedGeneration == pt.Generation
-}
-
-func specPhase(pt *v1alpha1.PhasedTraining, name string) *v1alpha1.Phase {
-	for i := range pt.Spec.Phases {
-		if pt.Spec.Phases[i].Name == name {
-			return &pt.Spec.Phases[i]
-		}
-	}
-	return nil
-}
-
-// priorityOf resolves a pipeline's priority.
-func priorityOf(pt *v1alpha1.PhasedTraining, classes map[string]int32) int32 {
-	if pt.Spec.Priority != nil {
-		return *pt.Spec.Priority
-	}
-	if pt.Spec.PriorityClassName != "" {
-		return classes[pt.Spec.PriorityClassName]
-	}
-	return 0
-}
-
-// request is the engine's view of a phase attempt.
-func request(pt *v1alpha1.PhasedTraining, phase *v1alpha1.Phase, ps *v1alpha1.PhaseStatus, classes map[string]int32) engine.Request {
-	r := engine.Request{
-		Gang:        gangKey(pt, ps),
-		Priority:    priorityOf(pt, classes),
-		Created:     pt.CreationTimestamp.Time,
-		Min:         phase.Gang.Min,
-		Desired:     phase.Gang.DesiredOrMin(),
-		Footprint:   engine.WorkerFootprint(&phase.Template.Spec),
-		Constraints: engine.ConstraintsOf(&phase.Template.Spec),
-	}
-	if ps.QueuedTime != nil {
-		r.Queued = ps.QueuedTime.Time
-	} else {
-		r.Queued = r.Created
-	}
-	if ps.NotBefore != nil {
-		r.NotBefore = ps.NotBefore.Time
-	}
-	return r
-}
-
-// buildSnapshot turns the caches into the engine's input. The ledger is
-// rebuilt from the statuses every cycle: after a restart nothing is lost
-// and nothing is granted twice, because the statuses are the ledger.
-func buildSnapshot(v clusterView, now time.Time, fence *engine.Fence) (engine.Snapshot, map[engine.GangKey]gangRef) {
-	snap := engine.Snapshot{Now: now, Fence: fence}
-	refs := map[engine.GangKey]gangRef{}
-	// covered[pod name] marks managed pods whose capacity a grant holds.
-	type podID struct{ ns, name string }
-	covered := map[podID]string{}
+// buildSnapshot turns the caches into the engine's input: the pipelines'
+// demand (driver.Demand: the ledger rebuilt from the statuses every cycle,
+// so after a restart nothing is lost and nothing is granted twice, the
+// queue and the upcoming phases), and the nodes with what the pods no
+// grant covers use on them.
+func buildSnapshot(v clusterView, now time.Time, fence *engine.Fence) (engine.Snapshot, *driver.Demand) {
+	d := &driver.Demand{Gangs: driver.Gangs{}, Pipelines: map[string]*v1alpha1.PhasedTraining{}}
 	for _, pt := range v.PTs {
-		if pt.DeletionTimestamp != nil {
-			// Its pods still terminating are counted below, as pods.
-			continue
-		}
-		queueing := schedulable(pt)
-		for i := range pt.Status.Phases {
-			ps := &pt.Status.Phases[i]
-			phase := specPhase(pt, ps.Name)
-			if phase == nil || pt.Status.Phase(ps.Name, ps.Iteration) != ps {
-				continue
-			}
-			switch {
-			case ps.State == v1alpha1.PhaseRunning && len(ps.Assignments) > 0:
-				// A grant stays in the ledger whatever else happens to the
-				// pipeline, until the reconciler ends the phase.
-				r := request(pt, phase, ps, v.Priorities)
-				snap.Ledger = append(snap.Ledger, engine.Grant{Request: r, Workers: ps.Assignments})
-				refs[r.Gang] = gangRef{pt: pt, phase: phase, index: i}
-				for w, node := range ps.Assignments {
-					covered[podID{pt.Namespace, podName(pt, ps.Name, ps.Iteration, ps.Attempt, int32(w))}] = node
-				}
-			case ps.State == v1alpha1.PhaseQueued && queueing:
-				r := request(pt, phase, ps, v.Priorities)
-				snap.Queue = append(snap.Queue, r)
-				refs[r.Gang] = gangRef{pt: pt, phase: phase, index: i}
-			}
-		}
+		d.Add(pt, v.Priorities)
 	}
-	used := map[string]engine.ResourceList{}
-	for i := range v.Pods {
-		p := &v.Pods[i]
-		if p.Spec.NodeName == "" || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
-			continue
-		}
-		if node, ok := covered[podID{p.Namespace, p.Name}]; ok && node == p.Spec.NodeName {
-			continue
-		}
-		// Everything else bound to a node uses it: other workloads, and
-		// phasegang's own pods whose grant is gone but which still
-		// terminate.
-		u := used[p.Spec.NodeName]
-		if u == nil {
-			u = engine.ResourceList{}
-			used[p.Spec.NodeName] = u
-		}
-		for name, q := range resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{}) {
-			u[engine.ResourceName(name)] += q.MilliValue()
-		}
-		u[engine.ResourceName(corev1.ResourcePods)] += engine.Milli(1)
-	}
+	snap := engine.Snapshot{Now: now, Fence: fence, Ledger: d.Ledger, Queue: d.Queue, Upcoming: d.Upcoming}
+	used := unmanagedUse(v.Pods, coveredPods(d))
 	for i := range v.Nodes {
 		n := &v.Nodes[i]
 		if n.DeletionTimestamp != nil {
@@ -159,15 +47,47 @@ func buildSnapshot(v clusterView, now time.Time, fence *engine.Fence) (engine.Sn
 			Used:        used[n.Name],
 		})
 	}
-	return snap, refs
+	return snap, d
 }
 
-// workerIndex reads a managed pod's worker index label.
-func workerIndex(p *corev1.Pod) (int32, bool) {
-	v, ok := p.Labels[LabelWorker]
-	if !ok {
-		return 0, false
+type podID struct{ ns, name string }
+
+// coveredPods maps the pods of granted workers to their granted node:
+// their capacity is the grant's, not counted again as pods.
+func coveredPods(d *driver.Demand) map[podID]string {
+	covered := map[podID]string{}
+	for _, g := range d.Ledger {
+		ref := d.Gangs[g.Gang]
+		ps := ref.Status()
+		for w, node := range g.Workers {
+			covered[podID{ref.Pipeline.Namespace, driver.PodName(ref.Pipeline, ps.Name, ps.Iteration, ps.Attempt, int32(w))}] = node
+		}
 	}
-	i, err := strconv.Atoi(v)
-	return int32(i), err == nil
+	return covered
+}
+
+// unmanagedUse sums, per node, the requests of every bound, unfinished pod
+// no grant covers: other workloads, and phasegang's own pods whose grant
+// is gone but which still terminate.
+func unmanagedUse(pods []corev1.Pod, covered map[podID]string) map[string]engine.ResourceList {
+	used := map[string]engine.ResourceList{}
+	for i := range pods {
+		p := &pods[i]
+		if p.Spec.NodeName == "" || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+			continue
+		}
+		if node, ok := covered[podID{p.Namespace, p.Name}]; ok && node == p.Spec.NodeName {
+			continue
+		}
+		u := used[p.Spec.NodeName]
+		if u == nil {
+			u = engine.ResourceList{}
+			used[p.Spec.NodeName] = u
+		}
+		for name, q := range resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{}) {
+			u[engine.ResourceName(name)] += q.MilliValue()
+		}
+		u[engine.ResourceName(corev1.ResourcePods)] += engine.Milli(1)
+	}
+	return used
 }

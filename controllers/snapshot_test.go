@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/phasegang/phasegang/apis/v1alpha1"
+	"github.com/phasegang/phasegang/driver"
 	"github.com/phasegang/phasegang/engine"
 )
 
@@ -49,7 +50,7 @@ func TestBuildSnapshot(t *testing.T) {
 		return makePT("job").phase("train", 2).status(running("train", "n1", "n2"))
 	}
 	trainPod := func(pt *v1alpha1.PhasedTraining, idx int32, node string, ph corev1.PodPhase) corev1.Pod {
-		return makePod("ns", podName(pt, "train", 0, 0, idx), node, ph, "1")
+		return makePod("ns", driver.PodName(pt, "train", 0, 0, idx), node, ph, "1")
 	}
 	tests := map[string]struct {
 		pts  []*v1alpha1.PhasedTraining
@@ -92,7 +93,7 @@ func TestBuildSnapshot(t *testing.T) {
 		"same pod name in another namespace is not covered": {
 			pts: []*v1alpha1.PhasedTraining{twoRunning().obj()},
 			pods: func(p []*v1alpha1.PhasedTraining) []corev1.Pod {
-				return []corev1.Pod{makePod("other", podName(p[0], "train", 0, 0, 0), "n1", corev1.PodRunning, "2")}
+				return []corev1.Pod{makePod("other", driver.PodName(p[0], "train", 0, 0, 0), "n1", corev1.PodRunning, "2")}
 			},
 			want: snapSummary{
 				Ledger: map[string][]string{"ns/job/train#0.0": {"n1", "n2"}},
@@ -210,7 +211,7 @@ func TestBuildSnapshot(t *testing.T) {
 				t.Errorf("Now = %v, want %v", snap.Now, now)
 			}
 			for k, r := range refs {
-				if got := gangKey(r.pt, &r.pt.Status.Phases[r.index]); got != k {
+				if got := driver.GangKey(r.pt, &r.pt.Status.Phases[r.index]); got != k {
 					t.Errorf("refs[%v] points at %v", k, got)
 				}
 				if r.phase == nil || r.phase.Name != k.Phase {
@@ -386,15 +387,15 @@ func TestWorkerIndex(t *testing.T) {
 		want   int32
 		ok     bool
 	}{
-		"set":     {map[string]string{LabelWorker: "12"}, 12, true},
+		"set":     {map[string]string{driver.LabelWorker: "12"}, 12, true},
 		"missing": {nil, 0, false},
-		"garbage": {map[string]string{LabelWorker: "x"}, 0, false},
+		"garbage": {map[string]string{driver.LabelWorker: "x"}, 0, false},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			got, ok := workerIndex(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Labels: tc.labels}})
+			got, ok := driver.WorkerIndex(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Labels: tc.labels}})
 			if got != tc.want || ok != tc.ok {
-				t.Errorf("workerIndex = %d, %v; want %d, %v", got, ok, tc.want, tc.ok)
+				t.Errorf("driver.WorkerIndex = %d, %v; want %d, %v", got, ok, tc.want, tc.ok)
 			}
 		})
 	}

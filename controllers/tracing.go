@@ -4,11 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"fmt"
 	"strings"
-	"time"
-
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/phasegang/phasegang/apis/v1alpha1"
 	"github.com/phasegang/phasegang/phases"
@@ -80,40 +76,5 @@ func NewTraceIdentity(traceparent string) (traceID, parentSpanID string) {
 		if b != ([16]byte{}) {
 			return hex.EncodeToString(b[:]), ""
 		}
-	}
-}
-
-// recordHistory adds what the reconciler decided to the phases' history:
-// start timeouts (the gang released and the attempt queued again) and
-// retries (a new attempt queued after a failed one).
-func recordHistory(st *v1alpha1.PhasedTrainingStatus, step phases.Step, now time.Time) {
-	t := metav1.NewTime(now)
-	find := func(in phases.Instance) *v1alpha1.PhaseStatus {
-		for i := range st.Phases {
-			ps := &st.Phases[i]
-			if ps.Name == in.Name && ps.Iteration == in.Iteration && ps.Attempt == in.Attempt {
-				return ps
-			}
-		}
-		return nil
-	}
-	for _, rq := range step.Requeue {
-		if ps := find(rq.Instance); ps != nil {
-			ps.AddHistory(v1alpha1.PhaseEvent{Time: t, Type: v1alpha1.PhaseEventStartTimeout, Message: rq.Message})
-		}
-	}
-	for _, q := range step.Queue {
-		if q.Attempt == 0 {
-			continue
-		}
-		ps := find(q)
-		if ps == nil {
-			continue
-		}
-		msg := fmt.Sprintf("attempt %d failed", q.Attempt-1)
-		if prev := find(phases.Instance{Name: q.Name, Iteration: q.Iteration, Attempt: q.Attempt - 1}); prev != nil && prev.Message != "" {
-			msg += ": " + prev.Message
-		}
-		ps.AddHistory(v1alpha1.PhaseEvent{Time: t, Type: v1alpha1.PhaseEventRetry, Message: msg})
 	}
 }

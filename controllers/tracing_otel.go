@@ -14,6 +14,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/phasegang/phasegang/apis/v1alpha1"
+	"github.com/phasegang/phasegang/driver"
 	"github.com/phasegang/phasegang/engine"
 	"github.com/phasegang/phasegang/phases"
 )
@@ -211,7 +212,7 @@ func PhaseAttemptOf(tid trace.TraceID, pt *v1alpha1.PhasedTraining, ps *v1alpha1
 		}
 	}
 	slices.Sort(a.Nodes)
-	if phase := specPhase(pt, ps.Name); phase != nil {
+	if phase := driver.SpecPhase(pt, ps.Name); phase != nil {
 		if a.Min == 0 {
 			a.Min, a.Desired = phase.Gang.Min, phase.Gang.DesiredOrMin()
 		}

@@ -42,6 +42,7 @@ func (s *State) cycle(now time.Time) Plan {
 		}
 	}
 	s.fresh = s.fresh[:0]
+	doomed := s.doomedPipelines(reportInfeasible)
 
 	reserved := map[GangKey]int{} // gang → index in plan.Reserves
 	var blocked []*gangReq
@@ -65,6 +66,12 @@ func (s *State) cycle(now time.Time) Plan {
 			// explanations (SkipWaiting), so stop walking.
 			kept = append(kept, s.order[i:]...)
 			break
+		}
+		if doomed[gr.req.Gang.Pipeline] {
+			// Its pipeline cannot finish: admitting it would spend
+			// capacity on work that leads nowhere.
+			kept = append(kept, gr)
+			continue
 		}
 		if now.Before(gr.req.NotBefore) {
 			backoff = append(backoff, gr)
@@ -129,6 +136,40 @@ func (s *State) cycle(now time.Time) Plan {
 		s.explain(&plan, now, blocked, backoff, fenced != nil)
 	}
 	return plan
+}
+
+// doomedPipelines checks every pipeline's upcoming phases against the
+// empty cluster (cached per node set, like a queued gang's verdict),
+// reports those that can never fit, and returns their pipelines.
+//
+// A queued gang that can never fit dooms its pipeline too: its siblings
+// (parallel phases of the DAG) do not run either. The queue is walked in
+// full for that; each gang's verdict is cached, so it costs a map walk.
+func (s *State) doomedPipelines(report func(*gangReq)) map[string]bool {
+	var doomed map[string]bool
+	for _, gr := range s.queue {
+		if s.class(gr); gr.infeasible != "" {
+			doomed = markDoomed(doomed, gr.req.Gang.Pipeline)
+		}
+	}
+	for pipeline, grs := range s.upcoming {
+		for _, gr := range grs {
+			if s.class(gr); gr.infeasible == "" {
+				continue
+			}
+			report(gr)
+			doomed = markDoomed(doomed, pipeline)
+		}
+	}
+	return doomed
+}
+
+func markDoomed(doomed map[string]bool, pipeline string) map[string]bool {
+	if doomed == nil {
+		doomed = map[string]bool{}
+	}
+	doomed[pipeline] = true
+	return doomed
 }
 
 // nothingFits reports whether every shape with queued gangs has failed, in

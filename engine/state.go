@@ -44,6 +44,10 @@ type State struct {
 	// queue are marked removed and compacted by the next cycle.
 	order []*gangReq
 
+	// upcoming holds, per pipeline, the phases it will queue later (see
+	// Expect); a pipeline with one that can never fit runs nothing.
+	upcoming map[string][]*gangReq
+
 	// pendingRelease holds grants to release in the next cycle, with why.
 	pendingRelease map[GangKey]pendingRelease
 
@@ -76,6 +80,7 @@ func NewState(cfg Config, nodes []Node, ledger []Grant) *State {
 		grants:         map[GangKey]*grantState{},
 		elastic:        map[GangKey]*grantState{},
 		queue:          map[GangKey]*gangReq{},
+		upcoming:       map[string][]*gangReq{},
 		shapes:         map[string]int32{},
 		pendingRelease: map[GangKey]pendingRelease{},
 		classes:        map[string]*nodeClass{},
@@ -113,6 +118,9 @@ func Schedule(cfg Config, snap Snapshot) Plan {
 		s.order = append(s.order, s.enqueue(r))
 	}
 	slices.SortStableFunc(s.order, func(a, b *gangReq) int { return compareQueue(&a.req, &b.req) })
+	for _, r := range snap.Upcoming {
+		s.upcoming[r.Gang.Pipeline] = append(s.upcoming[r.Gang.Pipeline], s.newGangReq(r))
+	}
 	s.fence = snap.Fence
 	return s.Cycle(snap.Now)
 }
@@ -144,6 +152,23 @@ func (s *State) dequeue(gr *gangReq) {
 	gr.removed = true
 	delete(s.queue, gr.req.Gang)
 	s.shapeQueued[gr.shape]--
+}
+
+// Expect replaces the phases a pipeline will queue later (nil: none). Each
+// cycle checks them against the empty cluster, as it checks queued gangs:
+// a pipeline with an upcoming phase that can never fit is reported
+// Infeasible (that phase's key, with the numbers) and none of its queued
+// gangs is admitted.
+func (s *State) Expect(pipeline string, upcoming []Request) {
+	if len(upcoming) == 0 {
+		delete(s.upcoming, pipeline)
+		return
+	}
+	grs := make([]*gangReq, len(upcoming))
+	for i, r := range upcoming {
+		grs[i] = s.newGangReq(r)
+	}
+	s.upcoming[pipeline] = grs
 }
 
 // Withdraw removes a queued gang (its pipeline was deleted or failed).

@@ -106,6 +106,12 @@ type Snapshot struct {
 	Ledger []Grant
 	// Queue holds the gangs waiting for a first grant.
 	Queue []Request
+	// Upcoming holds the phases the pipelines will queue later (not queued
+	// yet). The engine checks each against the empty cluster: a pipeline
+	// with one that can never fit is reported Infeasible at once, naming
+	// that phase, and none of its queued gangs is admitted, so it spends
+	// no capacity on phases whose successors could never run.
+	Upcoming []Request
 	// Fence is the previous cycle's Plan.Fence (may be nil); carrying it
 	// keeps a starving head's drain set stable from cycle to cycle.
 	Fence *Fence
@@ -139,7 +145,8 @@ type Plan struct {
 	Shrinks []Shrink
 	// Waiting explains every queued gang that got nothing.
 	Waiting []Wait
-	// Infeasible lists gangs that cannot fit even in the empty cluster.
+	// Infeasible lists gangs that cannot fit even in the empty cluster,
+	// queued or upcoming (Snapshot.Upcoming, State.Expect).
 	Infeasible []Infeasible
 	// Fence is the drain set of a starving head, to pass to the next cycle.
 	Fence *Fence

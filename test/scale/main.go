@@ -35,6 +35,7 @@ import (
 
 	"github.com/phasegang/phasegang/apis/v1alpha1"
 	"github.com/phasegang/phasegang/controllers"
+	"github.com/phasegang/phasegang/driver"
 )
 
 var (
@@ -438,7 +439,7 @@ func measure(pods []corev1.Pod) podTimes {
 }
 
 // shapeLikeWorker gives plain pod i the shape of a phasegang worker: the
-// pod the controller would build (controllers.WorkerPod: hostname and
+// pod the controller would build (driver.WorkerPod: hostname and
 // subdomain, the distributed-training environment, a required node
 // affinity pinning it to one node) for worker i%8 of an 8-worker train
 // gang, with nodes filled one after the other as phasegang's packing fills
@@ -451,7 +452,7 @@ func shapeLikeWorker(p *corev1.Pod, i int) error {
 	}
 	node := fmt.Sprintf("scale-%04d", (i / *gpus)%*nodeCount)
 	ps := &v1alpha1.PhaseStatus{Name: "train", State: v1alpha1.PhaseRunning, Assignments: slices.Repeat([]string{node}, 8)}
-	w, err := controllers.WorkerPod(pt, ps, int32(i%8), node, 8)
+	w, err := driver.WorkerPod(pt, ps, int32(i%8), node, 8)
 	if err != nil {
 		return err
 	}

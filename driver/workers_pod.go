@@ -1,4 +1,4 @@
-package controllers
+package driver
 
 import (
 	"encoding/json"
@@ -24,7 +24,7 @@ const (
 func workerLabels(pt *v1alpha1.PhasedTraining, ps *v1alpha1.PhaseStatus) map[string]string {
 	return map[string]string{
 		LabelManaged:   "true",
-		LabelPipeline:  dnsLabel(pt.Name, 63),
+		LabelPipeline:  DNSLabel(pt.Name, 63),
 		LabelPhase:     ps.Name,
 		LabelIteration: strconv.Itoa(int(ps.Iteration)),
 		LabelAttempt:   strconv.Itoa(int(ps.Attempt)),
@@ -33,12 +33,12 @@ func workerLabels(pt *v1alpha1.PhasedTraining, ps *v1alpha1.PhaseStatus) map[str
 
 // serviceLabels are the labels of a pipeline's Service.
 func serviceLabels(pt *v1alpha1.PhasedTraining) map[string]string {
-	return map[string]string{LabelManaged: "true", LabelPipeline: dnsLabel(pt.Name, 63)}
+	return map[string]string{LabelManaged: "true", LabelPipeline: DNSLabel(pt.Name, 63)}
 }
 
 // serviceSelector selects the pipeline's workers that have peers. A
 // single worker needs no DNS record to find itself (the kubelet writes
-// its own hostname.subdomain into /etc/hosts), and leaving it out spares
+// its own Hostname.subdomain into /etc/hosts), and leaving it out spares
 // the cluster an Endpoints and an EndpointSlice update each time such a
 // worker starts and ends: a pipeline's validate and test phases are often
 // one worker each.
@@ -50,18 +50,18 @@ func serviceSelector(pt *v1alpha1.PhasedTraining) map[string]string {
 
 // peers lists the workers' stable DNS names within the pipeline's Service.
 func peers(pt *v1alpha1.PhasedTraining, ps *v1alpha1.PhaseStatus, n int32) []string {
-	svc := serviceName(pt)
+	svc := ServiceName(pt)
 	out := make([]string, n)
 	for i := range n {
-		out[i] = fmt.Sprintf("%s.%s.%s.svc", hostname(ps.Name, ps.Iteration, ps.Attempt, i), svc, pt.Namespace)
+		out[i] = fmt.Sprintf("%s.%s.%s.svc", Hostname(ps.Name, ps.Iteration, ps.Attempt, i), svc, pt.Namespace)
 	}
 	return out
 }
 
-// buildWorkerPod is worker index of a reserved phase attempt, pinned to its
+// BuildWorkerPod is worker index of a reserved phase attempt, pinned to its
 // reserved node so kube-scheduler binds it exactly where the engine
 // reserved capacity. worldSize is the gang's size when the pod is created.
-func buildWorkerPod(pt *v1alpha1.PhasedTraining, phase *v1alpha1.Phase, ps *v1alpha1.PhaseStatus, index int32, node string, worldSize int32) *corev1.Pod {
+func BuildWorkerPod(pt *v1alpha1.PhasedTraining, phase *v1alpha1.Phase, ps *v1alpha1.PhaseStatus, index int32, node string, worldSize int32) *corev1.Pod {
 	tmpl := phase.Template.DeepCopy()
 	labels := map[string]string{}
 	for k, v := range tmpl.Labels {
@@ -76,7 +76,7 @@ func buildWorkerPod(pt *v1alpha1.PhasedTraining, phase *v1alpha1.Phase, ps *v1al
 	}
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
-			Name:        podName(pt, ps.Name, ps.Iteration, ps.Attempt, index),
+			Name:        PodName(pt, ps.Name, ps.Iteration, ps.Attempt, index),
 			Namespace:   pt.Namespace,
 			Labels:      labels,
 			Annotations: tmpl.Annotations,
@@ -91,8 +91,8 @@ func buildWorkerPod(pt *v1alpha1.PhasedTraining, phase *v1alpha1.Phase, ps *v1al
 		// maxRetries decide what happens next, not the kubelet.
 		spec.RestartPolicy = corev1.RestartPolicyNever
 	}
-	spec.Hostname = hostname(ps.Name, ps.Iteration, ps.Attempt, index)
-	spec.Subdomain = serviceName(pt)
+	spec.Hostname = Hostname(ps.Name, ps.Iteration, ps.Attempt, index)
+	spec.Subdomain = ServiceName(pt)
 	pinToNode(spec, node)
 	tfPort, torchPort := ports(spec)
 	env := workerEnv(pt, ps, index, worldSize, tfPort, torchPort)
@@ -107,17 +107,17 @@ func buildWorkerPod(pt *v1alpha1.PhasedTraining, phase *v1alpha1.Phase, ps *v1al
 // It is exported for tools that need exactly that pod's shape (test/scale's
 // control run); the reconciler is the only one that creates these pods.
 func WorkerPod(pt *v1alpha1.PhasedTraining, ps *v1alpha1.PhaseStatus, index int32, node string, worldSize int32) (*corev1.Pod, error) {
-	phase := specPhase(pt, ps.Name)
+	phase := SpecPhase(pt, ps.Name)
 	if phase == nil {
 		return nil, fmt.Errorf("%s has no phase %q", pt.Name, ps.Name)
 	}
-	return buildWorkerPod(pt, phase, ps, index, node, worldSize), nil
+	return BuildWorkerPod(pt, phase, ps, index, node, worldSize), nil
 }
 
 // pinToNode adds a required node affinity on the node's name to every
 // node-selector term (terms are ORed, so the pin must be in each). It
-// matches the metadata.name field rather than the kubernetes.io/hostname
-// label: on some clouds the hostname label differs from the node name.
+// matches the metadata.name field rather than the kubernetes.io/Hostname
+// label: on some clouds the Hostname label differs from the node name.
 func pinToNode(spec *corev1.PodSpec, node string) {
 	pin := corev1.NodeSelectorRequirement{Key: "metadata.name", Operator: corev1.NodeSelectorOpIn, Values: []string{node}}
 	if spec.Affinity == nil {
@@ -196,15 +196,15 @@ func mergeEnv(user, ours []corev1.EnvVar) []corev1.EnvVar {
 	return append(out, user...)
 }
 
-// buildService is the pipeline's headless Service, giving its workers
-// stable DNS names (hostname.subdomain); it publishes not-ready addresses
+// BuildService is the pipeline's headless Service, giving its workers
+// stable DNS names (Hostname.subdomain); it publishes not-ready addresses
 // because peers must resolve each other while they start. Its ports are
 // every port the phases declare (each port and protocol once): headless
 // DNS needs none, but SRV records and readers of the Service use them.
-func buildService(pt *v1alpha1.PhasedTraining) *corev1.Service {
+func BuildService(pt *v1alpha1.PhasedTraining) *corev1.Service {
 	svc := &corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{
-			Name: serviceName(pt), Namespace: pt.Namespace,
+			Name: ServiceName(pt), Namespace: pt.Namespace,
 			Labels: serviceLabels(pt),
 			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(pt,
 				v1alpha1.GroupVersion.WithKind(v1alpha1.Kind))},

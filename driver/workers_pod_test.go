@@ -1,4 +1,4 @@
-package controllers
+package driver
 
 import (
 	"encoding/json"
@@ -55,7 +55,7 @@ func TestBuildWorkerPodMeta(t *testing.T) {
 		t.Errorf("pod meta (-want +got):\n%s", d)
 	}
 	if pod.Spec.Hostname != "train-i1-a2-2" || pod.Spec.Subdomain != "job" {
-		t.Errorf("hostname %q subdomain %q", pod.Spec.Hostname, pod.Spec.Subdomain)
+		t.Errorf("Hostname %q subdomain %q", pod.Spec.Hostname, pod.Spec.Subdomain)
 	}
 	// The pod's own labels satisfy the Service's selector.
 	svc := buildService(pt)
@@ -67,10 +67,10 @@ func TestBuildWorkerPodMeta(t *testing.T) {
 	if pod.Spec.Subdomain != svc.Name {
 		t.Errorf("pod subdomain %q is not the service %q", pod.Spec.Subdomain, svc.Name)
 	}
-	// workerIndex/podInstance read back what buildWorkerPod wrote.
-	in, idx, ok := podInstance(pod)
+	// WorkerIndex/PodInstance read back what buildWorkerPod wrote.
+	in, idx, ok := PodInstance(pod)
 	if !ok || idx != 2 || in.Name != "train" || in.Iteration != 1 || in.Attempt != 2 {
-		t.Errorf("podInstance = %+v %d %v", in, idx, ok)
+		t.Errorf("PodInstance = %+v %d %v", in, idx, ok)
 	}
 }
 
@@ -273,7 +273,7 @@ func TestTFConfig(t *testing.T) {
 			}
 			own := cfg.Cluster["worker"][idx]
 			if want := pod.Spec.Hostname + "." + pod.Spec.Subdomain + ".ns.svc:2222"; own != want {
-				t.Errorf("own entry %q, want %q (hostname.subdomain.namespace.svc)", own, want)
+				t.Errorf("own entry %q, want %q (Hostname.subdomain.namespace.svc)", own, want)
 			}
 		}
 	}
@@ -396,7 +396,7 @@ func TestBuildServicePortsAcrossPhases(t *testing.T) {
 	}
 }
 
-// The pod's hostname and subdomain are DNS-1123 labels and the Service's
+// The pod's Hostname and subdomain are DNS-1123 labels and the Service's
 // name a DNS-1035 label, whatever valid name the pipeline has.
 func TestWorkerDNSNamesValid(t *testing.T) {
 	for _, name := range []string{"job", "a", "my-pipeline-with-a-rather-long-name-that-goes-on-and-on-and-on-forever"} {
@@ -406,7 +406,7 @@ func TestWorkerDNSNamesValid(t *testing.T) {
 		svc := buildService(pt)
 		for what, errs := range map[string][]string{
 			"pod name":       validation.IsDNS1123Subdomain(pod.Name),
-			"hostname":       validation.IsDNS1123Label(pod.Spec.Hostname),
+			"Hostname":       validation.IsDNS1123Label(pod.Spec.Hostname),
 			"subdomain":      validation.IsDNS1123Label(pod.Spec.Subdomain),
 			"service":        validation.IsDNS1035Label(svc.Name),
 			"pipeline label": validation.IsValidLabelValue(pod.Labels[LabelPipeline]),
@@ -451,6 +451,27 @@ func TestServiceSelectsWorkersWithPeers(t *testing.T) {
 		}
 		if pod.Spec.Subdomain != svc.Name {
 			t.Errorf("phase %s: subdomain %q, want %q (a single worker still gets its stable name)", phase.Name, pod.Spec.Subdomain, svc.Name)
+		}
+	}
+}
+
+// A PhasedTraining's name is any DNS-1123 subdomain (the CRD adds no rule):
+// it may contain dots and start with a digit. ServiceName promises a
+// DNS-1035 label, and the pod's subdomain must be a DNS-1123
+// label.
+func TestServiceNameValidForEveryPipelineName(t *testing.T) {
+	for _, name := range []string{"bert.v2", "2024-run", "a.b.c"} {
+		if errs := validation.IsDNS1123Subdomain(name); len(errs) > 0 {
+			t.Fatalf("fixture %q is not a valid object name: %v", name, errs)
+		}
+		pt := makePT(name).phase("train", 1).obj()
+		ps := running("train", "n1")
+		if errs := validation.IsDNS1035Label(ServiceName(pt)); len(errs) > 0 {
+			t.Errorf("pipeline %q: service name %q: %v", name, ServiceName(pt), errs)
+		}
+		pod := buildWorkerPod(pt, &pt.Spec.Phases[0], &ps, 0, "n1", 1)
+		if errs := validation.IsDNS1123Label(pod.Spec.Subdomain); len(errs) > 0 {
+			t.Errorf("pipeline %q: pod subdomain %q: %v", name, pod.Spec.Subdomain, errs)
 		}
 	}
 }

@@ -1,4 +1,4 @@
-package controllers
+package driver
 
 import (
 	"crypto/sha256"
@@ -37,9 +37,9 @@ const (
 	EnvAttempt     = "PHASEGANG_ATTEMPT"
 )
 
-// dnsLabel shortens name to a DNS label of at most max characters,
+// DNSLabel shortens name to a DNS label of at most max characters,
 // keeping it unique with a hash suffix when it had to be cut.
-func dnsLabel(name string, max int) string {
+func DNSLabel(name string, max int) string {
 	if len(name) <= max {
 		return name
 	}
@@ -49,9 +49,9 @@ func dnsLabel(name string, max int) string {
 	return cut + "-" + h
 }
 
-// attemptName is "<phase>[-i<iteration>][-a<attempt>]": a phase attempt
+// AttemptName is "<phase>[-i<iteration>][-a<attempt>]": a phase attempt
 // within its pipeline.
-func attemptName(phase string, iteration, attempt int32) string {
+func AttemptName(phase string, iteration, attempt int32) string {
 	n := phase
 	if iteration > 0 {
 		n += "-i" + strconv.Itoa(int(iteration))
@@ -62,41 +62,41 @@ func attemptName(phase string, iteration, attempt int32) string {
 	return n
 }
 
-// instanceName is "<pipeline>-<phase>[-i<iteration>][-a<attempt>]": the
+// InstanceName is "<pipeline>-<phase>[-i<iteration>][-a<attempt>]": the
 // base of a phase attempt's pod names. It is deterministic so a restarted
 // controller finds what it created instead of duplicating it.
-func instanceName(pt *v1alpha1.PhasedTraining, phase string, iteration, attempt int32) string {
-	return pt.Name + "-" + attemptName(phase, iteration, attempt)
+func InstanceName(pt *v1alpha1.PhasedTraining, phase string, iteration, attempt int32) string {
+	return pt.Name + "-" + AttemptName(phase, iteration, attempt)
 }
 
-// serviceName is the pipeline's headless Service, also its worker pods'
+// ServiceName is the pipeline's headless Service, also its worker pods'
 // subdomain: a DNS-1035 label (at most 63 characters of [a-z0-9-],
 // starting with a letter). A pipeline name may hold dots or start with a
 // digit, so those are mapped. There is one per pipeline, not one per phase
 // attempt: every Service costs the cluster an Endpoints and an
 // EndpointSlice object kept up to date on each pod change.
-func serviceName(pt *v1alpha1.PhasedTraining) string {
+func ServiceName(pt *v1alpha1.PhasedTraining) string {
 	n := strings.ReplaceAll(pt.Name, ".", "-")
 	if n == "" || n[0] < 'a' || n[0] > 'z' {
 		n = "pg-" + n
 	}
-	return dnsLabel(n, 63)
+	return DNSLabel(n, 63)
 }
 
-// podName is worker index's pod.
-func podName(pt *v1alpha1.PhasedTraining, phase string, iteration, attempt, index int32) string {
-	return dnsLabel(fmt.Sprintf("%s-%d", instanceName(pt, phase, iteration, attempt), index), 253)
+// PodName is worker index's pod.
+func PodName(pt *v1alpha1.PhasedTraining, phase string, iteration, attempt, index int32) string {
+	return DNSLabel(fmt.Sprintf("%s-%d", InstanceName(pt, phase, iteration, attempt), index), 253)
 }
 
-// hostname is the worker's hostname within the pipeline's Service, so
+// Hostname is the worker's Hostname within the pipeline's Service, so
 // peers are "<phase>[-i<iteration>][-a<attempt>]-<index>.<service>":
 // stable, and distinct across the pipeline's phases, iterations and
 // attempts (a retried gang's name never resolves to the old gang's pods).
-func hostname(phase string, iteration, attempt, index int32) string {
-	return dnsLabel(fmt.Sprintf("%s-%d", attemptName(phase, iteration, attempt), index), 63)
+func Hostname(phase string, iteration, attempt, index int32) string {
+	return DNSLabel(fmt.Sprintf("%s-%d", AttemptName(phase, iteration, attempt), index), 63)
 }
 
-// gangKey is the engine's key of a phase attempt.
-func gangKey(pt *v1alpha1.PhasedTraining, ps *v1alpha1.PhaseStatus) engine.GangKey {
+// GangKey is the engine's key of a phase attempt.
+func GangKey(pt *v1alpha1.PhasedTraining, ps *v1alpha1.PhaseStatus) engine.GangKey {
 	return engine.GangKey{Pipeline: pt.Namespace + "/" + pt.Name, Phase: ps.Name, Iteration: ps.Iteration, Attempt: ps.Attempt}
 }

@@ -1,0 +1,113 @@
+package driver
+
+import (
+	"fmt"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/phasegang/phasegang/apis/v1alpha1"
+	"github.com/phasegang/phasegang/phases"
+)
+
+// setCondition sets one condition; an empty message repeats the reason.
+func setCondition(st *v1alpha1.PhasedTrainingStatus, gen int64, t v1alpha1.ConditionType, on bool, reason, msg string) {
+	status := metav1.ConditionFalse
+	if on {
+		status = metav1.ConditionTrue
+	}
+	if msg == "" {
+		msg = reason
+	}
+	meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: string(t), Status: status, Reason: reason, Message: msg, ObservedGeneration: gen})
+}
+
+func isTrue(st *v1alpha1.PhasedTrainingStatus, t v1alpha1.ConditionType) bool {
+	return meta.IsStatusConditionTrue(st.Conditions, string(t))
+}
+
+// setStepConditions derives the conditions from the phases and the step.
+func setStepConditions(st *v1alpha1.PhasedTrainingStatus, step phases.Step, gen int64) {
+	set := func(t v1alpha1.ConditionType, on bool, reason, msg string) { setCondition(st, gen, t, on, reason, msg) }
+	switch step.State {
+	case v1alpha1.PipelineSucceeded, v1alpha1.PipelineFailed:
+		if isTrue(st, v1alpha1.ConditionInfeasible) {
+			set(v1alpha1.ConditionInfeasible, false, string(step.State), "the pipeline ended")
+		}
+	}
+	switch step.State {
+	case v1alpha1.PipelineSucceeded:
+		set(v1alpha1.ConditionSucceeded, true, v1alpha1.ReasonAllPhasesEnded, step.Message)
+		set(v1alpha1.ConditionRunning, false, v1alpha1.ReasonAllPhasesEnded, "")
+		set(v1alpha1.ConditionQueued, false, v1alpha1.ReasonAllPhasesEnded, "")
+		return
+	case v1alpha1.PipelineFailed:
+		reason := step.Reason
+		if reason == "" {
+			reason = v1alpha1.ReasonPhaseFailed
+		}
+		set(v1alpha1.ConditionFailed, true, reason, step.Message)
+		set(v1alpha1.ConditionRunning, false, reason, "")
+		set(v1alpha1.ConditionQueued, false, reason, "")
+		return
+	}
+	setPhaseConditions(st, gen)
+}
+
+// setPhaseConditions derives Running and Queued from the phases of a
+// pipeline that has not ended. ApplyPlan calls it too, so a grant's status
+// write already carries them and the step that follows has nothing to
+// write before the pods are created.
+func setPhaseConditions(st *v1alpha1.PhasedTrainingStatus, gen int64) {
+	set := func(t v1alpha1.ConditionType, on bool, reason, msg string) { setCondition(st, gen, t, on, reason, msg) }
+	var running, queued []string
+	var waiting string
+	for i := range st.Phases {
+		ps := &st.Phases[i]
+		switch ps.State {
+		case v1alpha1.PhaseRunning:
+			running = append(running, fmt.Sprintf("%s on %d workers", PhaseLabel(ps), len(ps.Assignments)))
+		case v1alpha1.PhaseQueued:
+			queued = append(queued, PhaseLabel(ps))
+			if waiting == "" && ps.WaitingFor != "" {
+				waiting = PhaseLabel(ps) + " " + ps.WaitingFor
+			}
+		}
+	}
+	if len(running) > 0 {
+		set(v1alpha1.ConditionRunning, true, v1alpha1.ReasonPhaseRunning, "running: "+strings.Join(running, ", "))
+	} else {
+		set(v1alpha1.ConditionRunning, false, v1alpha1.ReasonWaitingForCapacity, "no phase is running")
+	}
+	if len(queued) > 0 && len(running) == 0 && !isTrue(st, v1alpha1.ConditionInfeasible) {
+		if waiting == "" {
+			waiting = "queued: " + strings.Join(queued, ", ")
+		}
+		set(v1alpha1.ConditionQueued, true, v1alpha1.ReasonWaitingForCapacity, waiting)
+	} else {
+		set(v1alpha1.ConditionQueued, false, v1alpha1.ReasonPhaseRunning, "")
+	}
+}
+
+// settled: a finished or invalid pipeline's conditions are the step's
+// (Advance's), not the scheduler's.
+func settled(st *v1alpha1.PhasedTrainingStatus) bool {
+	switch v1alpha1.StateFromConditions(st.Conditions) {
+	case v1alpha1.PipelineSucceeded, v1alpha1.PipelineFailed, v1alpha1.PipelineInvalid:
+		return true
+	}
+	return false
+}
+
+// PhaseLabel names a phase attempt for people: "train (iteration 2) (attempt 1)".
+func PhaseLabel(ps *v1alpha1.PhaseStatus) string {
+	s := ps.Name
+	if ps.Iteration > 0 {
+		s += fmt.Sprintf(" (iteration %d)", ps.Iteration)
+	}
+	if ps.Attempt > 0 {
+		s += fmt.Sprintf(" (attempt %d)", ps.Attempt)
+	}
+	return s
+}

@@ -1,0 +1,192 @@
+package driver
+
+import (
+	"encoding/json"
+	"strconv"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/phasegang/phasegang/apis/v1alpha1"
+	"github.com/phasegang/phasegang/phases"
+)
+
+// Workers is what was observed of one running phase attempt's workers.
+type Workers struct {
+	phases.Observation
+	// Started is when the last of the gang's workers started, once every
+	// granted worker has (zero until then). It is read from the workers
+	// themselves, so it is the same whenever it is observed.
+	Started time.Time
+}
+
+// Observations maps running phase attempts to what was seen of them.
+type Observations map[phases.Instance]Workers
+
+// phases returns the state machine's view of the observations.
+func (o Observations) phases() phases.Observations {
+	out := make(phases.Observations, len(o))
+	for in, w := range o {
+		out[in] = w.Observation
+	}
+	return out
+}
+
+// PodInstance reads which phase attempt and worker a managed pod is.
+func PodInstance(p *corev1.Pod) (phases.Instance, int32, bool) {
+	it, err1 := strconv.Atoi(p.Labels[LabelIteration])
+	at, err2 := strconv.Atoi(p.Labels[LabelAttempt])
+	idx, ok := WorkerIndex(p)
+	if err1 != nil || err2 != nil || !ok || p.Labels[LabelPhase] == "" {
+		return phases.Instance{}, 0, false
+	}
+	return phases.Instance{Name: p.Labels[LabelPhase], Iteration: int32(it), Attempt: int32(at)}, idx, true
+}
+
+// WorkerIndex reads a managed pod's worker index label.
+func WorkerIndex(p *corev1.Pod) (int32, bool) {
+	v, ok := p.Labels[LabelWorker]
+	if !ok {
+		return 0, false
+	}
+	i, err := strconv.Atoi(v)
+	return int32(i), err == nil
+}
+
+// Observe reads a pipeline's worker pods: for every running phase attempt
+// of st, how many of its granted workers run, succeeded and failed, their
+// declared outputs, and when the last of them started.
+func Observe(pl *phases.Pipeline, st *v1alpha1.PhasedTrainingStatus, pods []corev1.Pod, now time.Time) Observations {
+	byInstance := podsByInstance(pods)
+	obs := Observations{}
+	for i := range st.Phases {
+		ps := &st.Phases[i]
+		if ps.State != v1alpha1.PhaseRunning || len(ps.Assignments) == 0 {
+			continue
+		}
+		in := phases.Instance{Name: ps.Name, Iteration: ps.Iteration, Attempt: ps.Attempt}
+		var declared []string
+		if c := pl.Phase(ps.Name); c != nil {
+			declared = c.Outputs()
+		}
+		obs[in] = observeGang(ps, byInstance[in], declared, now)
+	}
+	return obs
+}
+
+func podsByInstance(pods []corev1.Pod) map[phases.Instance]map[int32]*corev1.Pod {
+	out := map[phases.Instance]map[int32]*corev1.Pod{}
+	for i := range pods {
+		in, idx, ok := PodInstance(&pods[i])
+		if !ok {
+			continue
+		}
+		if out[in] == nil {
+			out[in] = map[int32]*corev1.Pod{}
+		}
+		out[in][idx] = &pods[i]
+	}
+	return out
+}
+
+// observeGang counts one gang's workers by their pods.
+func observeGang(ps *v1alpha1.PhaseStatus, pods map[int32]*corev1.Pod, declared []string, now time.Time) Workers {
+	o := Workers{Observation: phases.Observation{Granted: int32(len(ps.Assignments))}}
+	var lastStart time.Time
+	for idx := int32(0); idx < int32(len(ps.Assignments)); idx++ {
+		p := pods[idx]
+		if p == nil || p.DeletionTimestamp != nil || p.Spec.NodeName != ps.Assignments[idx] && p.Spec.NodeName != "" {
+			// A terminating pod is an old gang's (a requeue reuses
+			// names), not this one's.
+			continue
+		}
+		switch p.Status.Phase {
+		case corev1.PodRunning:
+			o.Running++
+		case corev1.PodSucceeded:
+			o.Succeeded++
+			o.Outputs = mergeOutputs(o.Outputs, p, declared)
+			o.ChiefSucceeded = o.ChiefSucceeded || idx == 0
+		case corev1.PodFailed:
+			o.Failed++
+			o.Outputs = mergeOutputs(o.Outputs, p, declared)
+			o.ChiefFailed = o.ChiefFailed || idx == 0
+		default:
+			continue // not started yet
+		}
+		if t := workerStart(p); t.After(lastStart) {
+			lastStart = t
+		}
+	}
+	if o.Running+o.Succeeded+o.Failed == o.Granted {
+		if lastStart.IsZero() || lastStart.After(now) {
+			lastStart = now
+		}
+		o.Started = lastStart
+	}
+	return o
+}
+
+// workerStart is when a started pod's containers started (the latest of
+// them); zero when the pod does not say.
+func workerStart(p *corev1.Pod) time.Time {
+	var t time.Time
+	for _, cs := range p.Status.ContainerStatuses {
+		var s time.Time
+		switch {
+		case cs.State.Running != nil:
+			s = cs.State.Running.StartedAt.Time
+		case cs.State.Terminated != nil:
+			s = cs.State.Terminated.StartedAt.Time
+		}
+		if s.After(t) {
+			t = s
+		}
+	}
+	return t
+}
+
+// mergeOutputs reads a worker's termination message (a JSON object) and
+// keeps the declared keys not already set by a lower-index worker.
+func mergeOutputs(out map[string]string, p *corev1.Pod, declared []string) map[string]string {
+	if len(declared) == 0 {
+		return out
+	}
+	for _, cs := range p.Status.ContainerStatuses {
+		t := cs.State.Terminated
+		if t == nil || t.Message == "" {
+			continue
+		}
+		// UseNumber keeps a number's text as the worker wrote it (a
+		// float64 would round big integers).
+		var m map[string]any
+		dec := json.NewDecoder(strings.NewReader(t.Message))
+		dec.UseNumber()
+		if err := dec.Decode(&m); err != nil {
+			continue
+		}
+		for _, k := range declared {
+			v, ok := m[k]
+			if !ok {
+				continue
+			}
+			if out == nil {
+				out = map[string]string{}
+			}
+			if _, set := out[k]; set {
+				continue
+			}
+			switch x := v.(type) {
+			case string:
+				out[k] = x
+			case json.Number:
+				out[k] = x.String()
+			default:
+				b, _ := json.Marshal(x)
+				out[k] = string(b)
+			}
+		}
+	}
+	return out
+}

@@ -1,0 +1,157 @@
+package driver
+
+import (
+	"slices"
+
+	"github.com/phasegang/phasegang/apis/v1alpha1"
+	"github.com/phasegang/phasegang/engine"
+)
+
+// Priorities maps PriorityClass names to their values.
+type Priorities map[string]int32
+
+// Priority resolves a pipeline's priority: spec.priority, else its
+// PriorityClass's value (0 when the class is unknown), else 0.
+func Priority(spec *v1alpha1.PhasedTrainingSpec, classes Priorities) int32 {
+	if spec.Priority != nil {
+		return *spec.Priority
+	}
+	if spec.PriorityClassName != "" {
+		return classes[spec.PriorityClassName]
+	}
+	return 0
+}
+
+// SpecPhase returns the spec of the phase named name (nil: none).
+func SpecPhase(pt *v1alpha1.PhasedTraining, name string) *v1alpha1.Phase {
+	for i := range pt.Spec.Phases {
+		if pt.Spec.Phases[i].Name == name {
+			return &pt.Spec.Phases[i]
+		}
+	}
+	return nil
+}
+
+// Schedulable says whether a pipeline takes part in scheduling: not being
+// deleted, valid, not ended, and its spec validated (observed).
+func Schedulable(pt *v1alpha1.PhasedTraining) bool {
+	if pt.DeletionTimestamp != nil {
+		return false
+	}
+	switch pt.Status.State {
+	case v1alpha1.PipelineInvalid, v1alpha1.PipelineSucceeded, v1alpha1.PipelineFailed:
+		return false
+	}
+	return pt.Status.ObservedGeneration == pt.Generation
+}
+
+// Request is the engine's view of a phase attempt: its gang key, the
+// pipeline's priority and age (every phase carries the pipeline's
+// creation time, so a later phase keeps the pipeline's place), its gang
+// size, one worker's footprint and its node constraints.
+func Request(pt *v1alpha1.PhasedTraining, phase *v1alpha1.Phase, ps *v1alpha1.PhaseStatus, classes Priorities) engine.Request {
+	r := engine.Request{
+		Gang:        GangKey(pt, ps),
+		Priority:    Priority(&pt.Spec, classes),
+		Created:     pt.CreationTimestamp.Time,
+		Min:         phase.Gang.Min,
+		Desired:     phase.Gang.DesiredOrMin(),
+		Footprint:   engine.WorkerFootprint(&phase.Template.Spec),
+		Constraints: engine.ConstraintsOf(&phase.Template.Spec),
+	}
+	r.Queued = r.Created
+	if ps.QueuedTime != nil {
+		r.Queued = ps.QueuedTime.Time
+	}
+	if ps.NotBefore != nil {
+		r.NotBefore = ps.NotBefore.Time
+	}
+	return r
+}
+
+// Gang points from an engine gang back to its phase status.
+type Gang struct {
+	Pipeline *v1alpha1.PhasedTraining
+	Phase    *v1alpha1.Phase
+	// Index of the PhaseStatus in Pipeline.Status.Phases.
+	Index int
+}
+
+// Status is the gang's phase status (in the pipeline it was built from).
+func (g Gang) Status() *v1alpha1.PhaseStatus { return &g.Pipeline.Status.Phases[g.Index] }
+
+// Gangs indexes a cycle's gangs by key.
+type Gangs map[engine.GangKey]Gang
+
+// Demand is what pipelines put into one scheduling cycle.
+type Demand struct {
+	// Ledger holds the grants of running phase attempts: a grant stays
+	// whatever else happens to its pipeline, until the phase ends.
+	Ledger []engine.Grant
+	// Queue holds the queued phase attempts of schedulable pipelines.
+	Queue []engine.Request
+	// Upcoming holds the phases schedulable pipelines have not queued yet,
+	// so the engine finds a phase that can never fit when its pipeline
+	// arrives, not after the earlier phases ran.
+	Upcoming []engine.Request
+	Gangs    Gangs
+	// Pipelines holds the schedulable pipelines by "namespace/name".
+	Pipelines map[string]*v1alpha1.PhasedTraining
+}
+
+func (d *Demand) pipelineKeys() []string {
+	keys := make([]string, 0, len(d.Pipelines))
+	for k := range d.Pipelines {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// Add appends one pipeline's gangs.
+func (d *Demand) Add(pt *v1alpha1.PhasedTraining, classes Priorities) {
+	if pt.DeletionTimestamp != nil {
+		return // its pods still terminating are the cluster's to count
+	}
+	if d.Gangs == nil {
+		d.Gangs, d.Pipelines = Gangs{}, map[string]*v1alpha1.PhasedTraining{}
+	}
+	queueing := Schedulable(pt)
+	if queueing {
+		d.Pipelines[pt.Namespace+"/"+pt.Name] = pt
+	}
+	for i := range pt.Status.Phases {
+		ps := &pt.Status.Phases[i]
+		phase := SpecPhase(pt, ps.Name)
+		if phase == nil || pt.Status.Phase(ps.Name, ps.Iteration) != ps {
+			continue // an older attempt, or a phase the spec lost
+		}
+		switch {
+		case ps.State == v1alpha1.PhaseRunning && len(ps.Assignments) > 0:
+			r := Request(pt, phase, ps, classes)
+			d.Ledger = append(d.Ledger, engine.Grant{Request: r, Workers: ps.Assignments})
+			d.Gangs[r.Gang] = Gang{Pipeline: pt, Phase: phase, Index: i}
+		case ps.State == v1alpha1.PhaseQueued && queueing:
+			r := Request(pt, phase, ps, classes)
+			d.Queue = append(d.Queue, r)
+			d.Gangs[r.Gang] = Gang{Pipeline: pt, Phase: phase, Index: i}
+		}
+	}
+	if queueing {
+		d.Upcoming = append(d.Upcoming, Upcoming(pt, classes)...)
+	}
+}
+
+// Upcoming lists the phases of a pipeline that have no status entry yet
+// (or only a Pending one), as first-attempt requests.
+func Upcoming(pt *v1alpha1.PhasedTraining, classes Priorities) []engine.Request {
+	var out []engine.Request
+	for i := range pt.Spec.Phases {
+		phase := &pt.Spec.Phases[i]
+		if ps := pt.Status.Phase(phase.Name, 0); ps != nil && ps.State != v1alpha1.PhasePending {
+			continue
+		}
+		out = append(out, Request(pt, phase, &v1alpha1.PhaseStatus{Name: phase.Name}, classes))
+	}
+	return out
+}
