@@ -27,6 +27,17 @@ type Scenario struct {
 	Cluster Cluster `json:"cluster"`
 	// Workload lists pipelines (or groups of identical pipelines).
 	Workload []Workload `json:"workload"`
+	// PriorityClasses maps PriorityClass names to values, as the
+	// cluster's PriorityClass objects do for spec.priorityClassName.
+	PriorityClasses map[string]int32 `json:"priorityClasses,omitempty"`
+	// NodeFailures remove nodes during the run.
+	NodeFailures []NodeFailure `json:"nodeFailures,omitempty"`
+}
+
+// NodeFailure removes a node (as when it is deleted or lost) At a time.
+type NodeFailure struct {
+	Node string          `json:"node"`
+	At   metav1.Duration `json:"at"`
 }
 
 // Cluster is a set of node pools.

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/phasegang/phasegang/apis/v1alpha1"
+	"github.com/phasegang/phasegang/driver"
 	"github.com/phasegang/phasegang/engine"
 	"github.com/phasegang/phasegang/phases"
 )
@@ -79,6 +80,7 @@ const (
 	evArrive eventKind = iota
 	evEnd
 	evFail
+	evNodeLost
 )
 
 type event struct {
@@ -88,6 +90,7 @@ type event struct {
 	pipe *pipeRun
 	run  *phaseRun
 	ver  int
+	node string // evNodeLost
 }
 
 type eventHeap []event
@@ -116,15 +119,16 @@ type compiled struct {
 	gpus       map[string]float64 // GPUs per worker
 }
 
+// pipeRun is one pipeline: its PhasedTraining (spec and status, as the
+// API server would hold them) and what the virtual cluster knows of it.
 type pipeRun struct {
-	name     string
-	w        *Workload
-	c        *compiled
-	status   v1alpha1.PhasedTrainingStatus
-	arrival  time.Duration
-	created  time.Time
-	priority int32
-	obs      phases.Observations
+	name    string
+	w       *Workload
+	c       *compiled
+	pt      *v1alpha1.PhasedTraining
+	arrival time.Duration
+	// obs is what the virtual kubelets report of its running gangs.
+	obs      driver.Observations
 	queuedAt map[phases.Instance]time.Duration
 	done     bool
 	result   PipelineResult
@@ -180,6 +184,8 @@ type simulator struct {
 	res     *Result
 	last    time.Duration
 	engWall time.Duration
+	// lostNodes says a node was removed since the last cycle.
+	lostNodes bool
 }
 
 // Run simulates a scenario under one policy.
@@ -259,13 +265,13 @@ func (s *simulator) load() error {
 			arrival := w.Arrival.Duration + time.Duration(r)*w.Interval.Duration
 			p := &pipeRun{
 				name: ns + "/" + name, w: w, c: c, arrival: arrival,
-				created:  Epoch.Add(arrival),
-				obs:      phases.Observations{},
+				pt: &v1alpha1.PhasedTraining{
+					ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Generation: 1, CreationTimestamp: metav1.NewTime(Epoch.Add(arrival))},
+					Spec:       w.Training.Spec,
+				},
+				obs:      driver.Observations{},
 				queuedAt: map[phases.Instance]time.Duration{},
 				pods:     map[phases.Instance]*podGroup{},
-			}
-			if w.Training.Spec.Priority != nil {
-				p.priority = *w.Training.Spec.Priority
 			}
 			p.result = PipelineResult{Name: p.name, Arrival: arrival, State: StateUnfinished}
 			if _, dup := s.byName[p.name]; dup {
@@ -276,6 +282,9 @@ func (s *simulator) load() error {
 			s.push(event{at: arrival, kind: evArrive, pipe: p})
 			s.last = max(s.last, arrival)
 		}
+	}
+	for _, f := range s.sc.NodeFailures {
+		s.push(event{at: f.At.Duration, kind: evNodeLost, node: f.Node})
 	}
 	return nil
 }
@@ -303,6 +312,9 @@ func (s *simulator) loop() {
 				if s.runs[e.run.key] == e.run {
 					s.end(e.run, true)
 				}
+			case evNodeLost:
+				s.st.RemoveNode(e.node)
+				s.lostNodes = true // the next cycle releases its gangs
 			}
 		}
 		// Progress pipelines and schedule until nothing changes at this
@@ -343,27 +355,68 @@ func (s *simulator) progressDirty() {
 	}
 }
 
+// progress advances a pipeline exactly as the controller's reconciler
+// does (driver.Advance on what the virtual kubelets observed), then tells
+// the engine and the virtual cluster what the new status implies.
 func (s *simulator) progress(p *pipeRun) {
 	if p.done {
 		return
 	}
 	now := Epoch.Add(s.now)
-	step := p.c.pl.Next(&p.status, p.obs, now)
-	p.c.pl.Apply(&p.status, step, now)
-	for _, e := range step.End {
-		delete(p.obs, e.Instance)
-	}
-	for _, in := range step.Queue {
-		p.queuedAt[in] = s.now
-		s.enqueue(p, in)
-	}
-	switch step.State {
+	adv := driver.Advance(p.c.pl, p.pt, p.obs, now)
+	s.setStatus(p, adv.Status)
+	switch adv.Step.State {
 	case v1alpha1.PipelineSucceeded, v1alpha1.PipelineFailed:
-		s.close(p, pipelineState(step.State), step.Message)
+		s.close(p, string(adv.Step.State), adv.Step.Message)
 	}
 }
 
-func pipelineState(st v1alpha1.PipelineState) string { return string(st) }
+// setStatus stores a pipeline's new status and carries out what changed
+// between the two: attempts newly queued wait for capacity, attempts no
+// longer queued leave the queue, and grants no longer held are released,
+// their workers stopped (a failed pipeline's siblings, a gang requeued).
+// The engine's State is told through driver.Delta, from the same demand
+// the controller rebuilds every cycle.
+func (s *simulator) setStatus(p *pipeRun, st *v1alpha1.PhasedTrainingStatus) {
+	before := p.pt.Status
+	p.pt.Status = *st
+	d := driver.Delta(p.pt, &before, st, s.sc.PriorityClasses)
+	for _, key := range d.Release {
+		if r := s.runs[key]; r != nil {
+			s.stop(r)
+		}
+		s.release(p, key)
+	}
+	for _, key := range d.Withdraw {
+		s.withdraw(p, instanceOf(key))
+		delete(p.queuedAt, instanceOf(key))
+	}
+	for _, r := range d.Submit {
+		in := instanceOf(r.Gang)
+		p.queuedAt[in] = s.now
+		s.enqueue(p, in, r)
+	}
+	if s.opts.Policy == PolicyPhasegang || s.opts.Policy == PolicyRigid {
+		s.st.Expect(p.name, s.policyRequests(d.Upcoming))
+	}
+}
+
+func instanceOf(k engine.GangKey) phases.Instance {
+	return phases.Instance{Name: k.Phase, Iteration: k.Iteration, Attempt: k.Attempt}
+}
+
+// policyRequests adapts the driver's requests to the policy: per-phase
+// rigid gangs always ask for their desired size.
+func (s *simulator) policyRequests(rs []engine.Request) []engine.Request {
+	if s.opts.Policy != PolicyRigid {
+		return rs
+	}
+	out := slices.Clone(rs)
+	for i := range out {
+		out[i].Min = out[i].Desired
+	}
+	return out
+}
 
 // close ends a pipeline: its queued gangs are withdrawn and its hold (if
 // any) released.
@@ -376,6 +429,7 @@ func (s *simulator) close(p *pipeRun, state, msg string) {
 	for in := range p.queuedAt {
 		s.withdraw(p, in)
 	}
+	s.st.Expect(p.name, nil)
 	if p.hold != nil {
 		if p.hold.granted {
 			s.st.Release(p.hold.key)
@@ -386,22 +440,14 @@ func (s *simulator) close(p *pipeRun, state, msg string) {
 	}
 }
 
-func (s *simulator) gangKey(p *pipeRun, in phases.Instance) engine.GangKey {
-	return engine.GangKey{Pipeline: p.name, Phase: in.Name, Iteration: in.Iteration, Attempt: in.Attempt}
-}
-
 func podKey(p *pipeRun, in phases.Instance, w int) engine.GangKey {
 	return engine.GangKey{Pipeline: p.name, Phase: fmt.Sprintf("%s/%05d", in.Name, w), Iteration: in.Iteration, Attempt: in.Attempt}
 }
 
-// enqueue makes a queued phase instance wait for capacity, the policy's way.
-func (s *simulator) enqueue(p *pipeRun, in phases.Instance) {
-	ph := p.c.pl.Phase(in.Name)
-	req := engine.Request{
-		Gang: s.gangKey(p, in), Priority: p.priority, Created: p.created, Queued: Epoch.Add(s.now),
-		Min: ph.Min(), Desired: ph.Desired(),
-		Footprint: p.c.footprints[in.Name], Constraints: p.c.cons[in.Name],
-	}
+// enqueue makes a queued phase attempt (the driver's request) wait for
+// capacity, the policy's way.
+func (s *simulator) enqueue(p *pipeRun, in phases.Instance, req engine.Request) {
+	req.Queued = Epoch.Add(s.now)
 	switch s.opts.Policy {
 	case PolicyPhasegang:
 		s.st.Submit(req)
@@ -436,29 +482,52 @@ func (s *simulator) withdraw(p *pipeRun, in phases.Instance) {
 				s.st.Withdraw(podKey(p, in, w))
 				s.st.Release(podKey(p, in, w))
 			}
+			delete(p.pods, in)
 		}
 	default:
 		s.st.Withdraw(s.gangKey(p, in))
 	}
 }
 
-// submitHold queues a whole-job pipeline's single gang: the largest phase
-// (by GPUs), held until the pipeline ends.
+// release gives back what a phase attempt held, the policy's way; a
+// whole-job hold stays until the pipeline ends.
+func (s *simulator) release(p *pipeRun, key engine.GangKey) {
+	switch s.opts.Policy {
+	case PolicyPerPod:
+		s.withdraw(p, instanceOf(key))
+	case PolicyWholeJob:
+	default:
+		s.st.Release(key)
+	}
+}
+
+func (s *simulator) gangKey(p *pipeRun, in phases.Instance) engine.GangKey {
+	return engine.GangKey{Pipeline: p.name, Phase: in.Name, Iteration: in.Iteration, Attempt: in.Attempt}
+}
+
+// submitHold queues a whole-job pipeline's single gang, held until the
+// pipeline ends: as many workers as its largest phase, each big enough
+// for a worker of any of its phases (the per-resource maximum of their
+// footprints), so every phase runs inside the hold on nodes that fit it.
 func (s *simulator) submitHold(p *pipeRun) {
-	var big *phases.CompiledPhase
-	var bigGPUs float64
+	var count int32
+	envelope := engine.ResourceList{}
+	var cons engine.Constraints
+	var bigGPUs float64 = -1
 	for _, ph := range p.c.pl.Phases() {
-		g := float64(ph.Desired()) * max(p.c.gpus[ph.Name], 0.001)
-		if big == nil || g > bigGPUs {
-			big, bigGPUs = ph, g
+		count = max(count, ph.Desired())
+		for name, amt := range p.c.footprints[ph.Name] {
+			envelope[name] = max(envelope[name], amt)
+		}
+		if g := float64(ph.Desired()) * p.c.gpus[ph.Name]; g > bigGPUs {
+			bigGPUs, cons = g, p.c.cons[ph.Name]
 		}
 	}
 	key := engine.GangKey{Pipeline: p.name, Phase: "whole-job"}
-	p.hold = &holdState{key: key, gpus: p.c.gpus[big.Name]}
+	p.hold = &holdState{key: key, gpus: float64(envelope["nvidia.com/gpu"]) / 1000}
 	s.st.Submit(engine.Request{
-		Gang: key, Priority: p.priority, Created: p.created, Queued: Epoch.Add(s.now),
-		Min: big.Desired(), Desired: big.Desired(),
-		Footprint: p.c.footprints[big.Name], Constraints: p.c.cons[big.Name],
+		Gang: key, Priority: driver.Priority(&p.pt.Spec, s.sc.PriorityClasses), Created: p.pt.CreationTimestamp.Time, Queued: Epoch.Add(s.now),
+		Min: count, Desired: count, Footprint: envelope, Constraints: cons,
 	})
 }
 
@@ -469,22 +538,88 @@ func (s *simulator) startOnHold(p *pipeRun, in phases.Instance) {
 	s.start(p, in, p.hold.nodes[:n])
 }
 
-// cycle runs one engine cycle and applies its plan. It reports whether
-// anything was placed or resized.
+// cycle runs one engine cycle, applies its plan to the statuses with the
+// controller's own code (driver.ApplyPlan), and plays the grants on the
+// virtual cluster. It reports whether anything was placed or resized.
 func (s *simulator) cycle() bool {
-	if s.st.Queued() == 0 && !s.anyElastic() {
+	if s.st.Queued() == 0 && !s.anyElastic() && !s.lostNodes {
 		return false
 	}
+	s.lostNodes = false
 	var t0 time.Time
 	if s.opts.Clock != nil {
 		t0 = s.opts.Clock()
 	}
-	plan := s.st.Cycle(Epoch.Add(s.now))
+	now := Epoch.Add(s.now)
+	plan := s.st.Cycle(now)
 	if s.opts.Clock != nil {
 		s.engWall += s.opts.Clock().Sub(t0)
 	}
 	s.res.Cycles++
+	s.applyStatuses(plan, now)
+	return s.play(plan)
+}
+
+// applyStatuses writes the plan into the statuses of the pipelines it
+// concerns, as the controller's scheduler does.
+func (s *simulator) applyStatuses(plan engine.Plan, now time.Time) {
+	d := &driver.Demand{Gangs: driver.Gangs{}, Pipelines: map[string]*v1alpha1.PhasedTraining{}}
+	for _, p := range s.planPipelines(plan) {
+		d.Add(p.pt, s.sc.PriorityClasses)
+	}
+	changes := driver.Changes{}
+	driver.ApplyPlan(plan, d, now, changes)
+	for _, key := range changes.Keys() {
+		p := s.byName[key]
+		p.pt.Status = *changes[key].Status
+	}
+}
+
+// planPipelines lists the live pipelines a plan names.
+func (s *simulator) planPipelines(plan engine.Plan) []*pipeRun {
+	seen := map[*pipeRun]bool{}
+	var out []*pipeRun
+	add := func(k engine.GangKey) {
+		if p := s.byName[k.Pipeline]; p != nil && !p.done && !seen[p] {
+			seen[p] = true
+			out = append(out, p)
+		}
+	}
+	for _, r := range plan.Releases {
+		add(r.Gang)
+	}
+	for _, r := range plan.Shrinks {
+		add(r.Gang)
+	}
+	for _, r := range plan.Reserves {
+		add(r.Gang)
+	}
+	for _, r := range plan.Grows {
+		add(r.Gang)
+	}
+	for _, r := range plan.Infeasible {
+		add(r.Gang)
+	}
+	return out
+}
+
+// play carries out a plan on the virtual cluster: lost gangs stop, shrunk
+// and grown gangs change size, reserved gangs start.
+func (s *simulator) play(plan engine.Plan) bool {
 	changed := false
+	for _, rel := range plan.Releases {
+		if r := s.runs[rel.Gang]; r != nil && rel.Reason == engine.ReleaseNodeLost {
+			s.stop(r)
+			p := r.p
+			// The status now has the attempt queued again (ApplyPlan):
+			// queue it in the engine and the virtual cluster too.
+			in := instanceOf(rel.Gang)
+			p.queuedAt[in] = s.now
+			ps := p.pt.Status.Phase(in.Name, in.Iteration)
+			s.enqueue(p, in, driver.Request(p.pt, driver.SpecPhase(p.pt, in.Name), ps, s.sc.PriorityClasses))
+			changed = true
+		}
+	}
 	for _, sh := range plan.Shrinks {
 		if r := s.runs[sh.Gang]; r != nil {
 			s.resize(r, -len(sh.Workers), nil)
@@ -509,13 +644,6 @@ func (s *simulator) cycle() bool {
 			r.grows++
 			r.resizes = append(r.resizes, Resize{At: s.now, Workers: int32(len(r.nodes)), Grow: true})
 			changed = true
-		}
-	}
-	for _, inf := range plan.Infeasible {
-		p := s.byName[inf.Gang.Pipeline]
-		if p != nil && !p.done {
-			s.st.Withdraw(inf.Gang)
-			s.close(p, StateInfeasible, inf.Message)
 		}
 	}
 	return changed
@@ -544,10 +672,8 @@ func (s *simulator) reserved(rv engine.Reservation) {
 	switch s.opts.Policy {
 	case PolicyWholeJob:
 		p.hold.nodes, p.hold.granted, p.hold.since = nodes, true, s.now
-		s.res.Waits = append(s.res.Waits, s.now-p.arrival)
-		for in, at := range p.queuedAt {
-			_ = at
-			if st := p.status.Phase(in.Name, in.Iteration); st != nil && st.State == v1alpha1.PhaseQueued {
+		for in := range p.queuedAt {
+			if st := p.pt.Status.Phase(in.Name, in.Iteration); st != nil && st.State == v1alpha1.PhaseQueued {
 				s.startOnHold(p, in)
 			}
 		}
@@ -567,8 +693,7 @@ func (s *simulator) reserved(rv engine.Reservation) {
 			s.start(p, in, g.nodes)
 		}
 	default:
-		in := phases.Instance{Name: rv.Gang.Phase, Iteration: rv.Gang.Iteration, Attempt: rv.Gang.Attempt}
-		s.start(p, in, nodes)
+		s.start(p, instanceOf(rv.Gang), nodes)
 	}
 }
 
@@ -585,7 +710,10 @@ func podInstance(k engine.GangKey) (phases.Instance, int) {
 	return phases.Instance{Name: name, Iteration: k.Iteration, Attempt: k.Attempt}, w
 }
 
-// start runs a phase attempt on the given nodes from now on.
+// start runs a phase attempt on the given nodes from now on: its workers
+// start at once (the virtual kubelets never fail to start a pod). The
+// baseline policies, which grant outside the engine's gangs, record their
+// grant in the status with the driver's Reserve, as ApplyPlan does.
 func (s *simulator) start(p *pipeRun, in phases.Instance, nodes []string) {
 	ph := p.c.pl.Phase(in.Name)
 	runtime := p.w.Runtimes[in.Name].Duration
@@ -599,24 +727,32 @@ func (s *simulator) start(p *pipeRun, in phases.Instance, nodes []string) {
 		r.since[i] = s.now
 	}
 	delete(p.queuedAt, in)
-	if s.opts.Policy != PolicyWholeJob {
-		s.res.Waits = append(s.res.Waits, s.now-r.queued)
-	}
+	s.res.Waits = append(s.res.Waits, s.now-r.queued)
 	s.runs[r.key] = r
-	st := p.status.Phase(in.Name, in.Iteration)
-	if st != nil {
-		t := metav1.NewTime(Epoch.Add(s.now))
-		st.State, st.ReservedTime, st.StartTime = v1alpha1.PhaseRunning, &t, &t
-		st.Workers.Granted, st.Workers.Running = int32(len(nodes)), int32(len(nodes))
-		st.Assignments = r.nodes
+	if s.opts.Policy == PolicyPerPod || s.opts.Policy == PolicyWholeJob {
+		if i := statusIndex(&p.pt.Status, in); i >= 0 {
+			driver.Reserve(&p.pt.Status, i, nodes, Epoch.Add(s.now))
+		}
 	}
-	p.obs[in] = phases.Observation{Granted: int32(len(nodes)), Running: int32(len(nodes))}
+	n := int32(len(nodes))
+	p.obs[in] = driver.Workers{Observation: phases.Observation{Granted: n, Running: n}, Started: Epoch.Add(s.now)}
 	for _, f := range p.w.Failures {
 		if f.Phase == in.Name && f.Iteration == in.Iteration && f.Attempt == in.Attempt {
 			s.push(event{at: s.now + f.After.Duration, kind: evFail, run: r})
 		}
 	}
 	s.schedEnd(r)
+	s.dirty[p] = true
+}
+
+func statusIndex(st *v1alpha1.PhasedTrainingStatus, in phases.Instance) int {
+	for i := range st.Phases {
+		ps := &st.Phases[i]
+		if ps.Name == in.Name && ps.Iteration == in.Iteration && ps.Attempt == in.Attempt {
+			return i
+		}
+	}
+	return -1
 }
 
 // schedEnd (re)schedules a run's end from its remaining work and workers.
@@ -652,6 +788,11 @@ func (s *simulator) resize(r *phaseRun, delta int, nodes []string) {
 		}
 		r.nodes, r.since = r.nodes[:keep], r.since[:keep]
 	}
+	n := int32(len(r.nodes))
+	if o, ok := r.p.obs[r.inst]; ok {
+		o.Granted, o.Running = n, n
+		r.p.obs[r.inst] = o
+	}
 	s.schedEnd(r)
 }
 
@@ -677,8 +818,23 @@ func (s *simulator) record(r *phaseRun, w int) {
 	})
 }
 
-// end finishes a run: its workers succeeded (or one failed), the gang is
-// released and the pipeline's state machine decides what comes next.
+// stop ends a run's workers now without an outcome: the status no longer
+// holds its grant (the pipeline failed and stopped it, or its node was
+// lost and the gang is queued again).
+func (s *simulator) stop(r *phaseRun) {
+	s.account(r)
+	for w := range r.nodes {
+		s.record(r, w)
+	}
+	r.ver++ // its end event no longer applies
+	delete(s.runs, r.key)
+	delete(r.p.obs, r.inst)
+	s.observe(r, r.inst, true)
+}
+
+// end finishes a run: its workers succeeded (or one failed). The virtual
+// kubelets report it; the pipeline's next Advance ends the phase, and the
+// status change releases the gang (setStatus), as on a cluster.
 func (s *simulator) end(r *phaseRun, failed bool) {
 	s.account(r)
 	for w := range r.nodes {
@@ -686,17 +842,6 @@ func (s *simulator) end(r *phaseRun, failed bool) {
 	}
 	delete(s.runs, r.key)
 	p := r.p
-	switch s.opts.Policy {
-	case PolicyPerPod:
-		for w := range p.pods[r.inst].nodes {
-			s.st.Release(podKey(p, r.inst, w))
-		}
-		delete(p.pods, r.inst)
-	case PolicyWholeJob:
-		// The hold stays until the pipeline ends.
-	default:
-		s.st.Release(r.key)
-	}
 	n := int32(len(r.nodes))
 	o := phases.Observation{Granted: n}
 	if failed {
@@ -705,18 +850,25 @@ func (s *simulator) end(r *phaseRun, failed bool) {
 		o.Succeeded, o.ChiefSucceeded = n, true
 		o.Outputs = outputsFor(p.w, r.inst)
 	}
-	p.obs[r.inst] = o
+	p.obs[r.inst] = driver.Workers{Observation: o, Started: Epoch.Add(r.started)}
 	p.result.Queueing += r.started - r.queued
 	p.result.Phases++
-	if s.opts.Observer != nil {
-		s.opts.Observer(PhaseRecord{
-			Pipeline: p.name, Instance: r.inst, Queued: r.queued, Started: r.started, Ended: s.now,
-			Workers: n, Min: p.c.pl.Phase(r.inst.Name).Min(), Desired: p.c.pl.Phase(r.inst.Name).Desired(),
-			Nodes: r.nodes, Failed: failed, Grows: r.grows, Shrinks: r.shrinks,
-			GPUs: r.gpus, Resizes: r.resizes,
-		})
-	}
+	s.observe(r, r.inst, failed)
 	s.dirty[p] = true
+}
+
+// observe reports an ended phase attempt to the Observer (tracing).
+func (s *simulator) observe(r *phaseRun, in phases.Instance, failed bool) {
+	if s.opts.Observer == nil {
+		return
+	}
+	p := r.p
+	s.opts.Observer(PhaseRecord{
+		Pipeline: p.name, Instance: in, Queued: r.queued, Started: r.started, Ended: s.now,
+		Workers: int32(len(r.nodes)), Min: p.c.pl.Phase(in.Name).Min(), Desired: p.c.pl.Phase(in.Name).Desired(),
+		Nodes: r.nodes, Failed: failed, Grows: r.grows, Shrinks: r.shrinks,
+		GPUs: r.gpus, Resizes: r.resizes,
+	})
 }
 
 func outputsFor(w *Workload, in phases.Instance) map[string]string {
@@ -728,11 +880,17 @@ func outputsFor(w *Workload, in phases.Instance) map[string]string {
 }
 
 // detectStuck runs when no event is left: every pipeline not done is
-// stuck. Under per-pod, those holding placed pods are deadlocked (they
-// hold workers and wait forever for the rest of their gang).
+// stuck. One whose status says Infeasible can never run (its message
+// names the phase and the numbers). Under per-pod, those holding placed
+// pods are deadlocked: they hold workers and wait forever for the rest of
+// their gang, and their held pods are drawn idle to the end of the run.
 func (s *simulator) detectStuck() {
 	for _, p := range s.pipes {
 		if p.done {
+			continue
+		}
+		if c := findCondition(&p.pt.Status, v1alpha1.ConditionInfeasible); c != nil && c.Status == metav1.ConditionTrue {
+			p.result.State, p.result.Message = StateInfeasible, c.Message
 			continue
 		}
 		holding := 0
@@ -742,28 +900,32 @@ func (s *simulator) detectStuck() {
 		if p.hold != nil && p.hold.granted {
 			holding += len(p.hold.nodes)
 		}
-		if holding > 0 {
-			p.result.State = StateDeadlocked
-			p.result.Message = fmt.Sprintf("holds %d workers and waits forever for the rest of its gang", holding)
-			s.res.Deadlocked = append(s.res.Deadlocked, p.name)
-			for _, g := range p.pods {
-				for w := range g.placed {
-					s.res.IdleReservedGPUSeconds += p.c.gpus[phaseOfPods(p, g)] * (s.now - g.placedAt[w]).Seconds()
-				}
-			}
-		} else {
+		if holding == 0 {
 			p.result.Message = "never started: capacity is held by deadlocked pipelines"
+			continue
+		}
+		p.result.State = StateDeadlocked
+		p.result.Message = fmt.Sprintf("holds %d workers and waits forever for the rest of its gang", holding)
+		s.res.Deadlocked = append(s.res.Deadlocked, p.name)
+		for in, g := range p.pods {
+			for w := range g.nodes {
+				if g.nodes[w] == "" {
+					continue
+				}
+				s.res.IdleReservedGPUSeconds += p.c.gpus[in.Name] * (s.now - g.placedAt[w]).Seconds()
+				s.recordIdle(p, in, w, g.nodes[w], g.placedAt[w])
+			}
 		}
 	}
 }
 
-func phaseOfPods(p *pipeRun, g *podGroup) string {
-	for in, x := range p.pods {
-		if x == g {
-			return in.Name
+func findCondition(st *v1alpha1.PhasedTrainingStatus, t v1alpha1.ConditionType) *metav1.Condition {
+	for i := range st.Conditions {
+		if st.Conditions[i].Type == string(t) {
+			return &st.Conditions[i]
 		}
 	}
-	return ""
+	return nil
 }
 
 func (s *simulator) finish() {
