@@ -8,6 +8,9 @@ import (
 
 // cycle is one scheduling cycle. Its passes, in order:
 //
+//  0. doom: a pipeline with a queued or upcoming phase that can never fit,
+//     even in the empty cluster, is reported and none of its gangs is
+//     admitted (it could not finish; its capacity would be wasted);
 //  1. release: drop grants whose phase ended or whose node is gone;
 //  2. admit: walk the queue in order and reserve each gang's min workers
 //     all at once, reclaiming younger gangs' elastic surplus if that is
