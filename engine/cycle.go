@@ -52,6 +52,7 @@ func (s *State) cycle(now time.Time) Plan {
 	var head *gangReq
 	var fenced []bool
 	var backoff []*gangReq
+	var held []*gangReq // gangs of doomed pipelines
 	// failedMin[shape] is the smallest min of a gang of that shape that
 	// found no room, reclaim included, in this cycle. Until capacity is
 	// freed (only a reclaim frees it mid-cycle) a gang of the same shape
@@ -70,20 +71,21 @@ func (s *State) cycle(now time.Time) Plan {
 			kept = append(kept, s.order[i:]...)
 			break
 		}
+		c := s.class(gr)
+		if gr.infeasible != "" {
+			reportInfeasible(gr)
+			kept = append(kept, gr)
+			continue
+		}
 		if doomed[gr.req.Gang.Pipeline] {
-			// Its pipeline cannot finish: admitting it would spend
-			// capacity on work that leads nowhere.
+			// Another phase of its pipeline can never fit: admitting it
+			// would spend capacity on work that leads nowhere.
+			held = append(held, gr)
 			kept = append(kept, gr)
 			continue
 		}
 		if now.Before(gr.req.NotBefore) {
 			backoff = append(backoff, gr)
-			kept = append(kept, gr)
-			continue
-		}
-		c := s.class(gr)
-		if gr.infeasible != "" {
-			reportInfeasible(gr)
 			kept = append(kept, gr)
 			continue
 		}
@@ -136,7 +138,7 @@ func (s *State) cycle(now time.Time) Plan {
 
 	s.grow(&plan, blocked, reserved)
 	if !s.cfg.SkipWaiting {
-		s.explain(&plan, now, blocked, backoff, fenced != nil)
+		s.explain(&plan, now, blocked, backoff, held, fenced != nil)
 	}
 	return plan
 }
@@ -426,7 +428,7 @@ func (s *State) fenceFor(head *gangReq, c *nodeClass) []bool {
 }
 
 // explain builds a Wait for every gang that is still queued.
-func (s *State) explain(plan *Plan, now time.Time, blocked, backoff []*gangReq, starving bool) {
+func (s *State) explain(plan *Plan, now time.Time, blocked, backoff, held []*gangReq, starving bool) {
 	type stats struct {
 		fit, largest int64
 		nodes        int
@@ -464,6 +466,12 @@ func (s *State) explain(plan *Plan, now time.Time, blocked, backoff []*gangReq, 
 		plan.Waiting = append(plan.Waiting, Wait{
 			Gang: gr.req.Gang, Reason: WaitBackoff, Min: gr.req.Min, Footprint: gr.req.Footprint,
 			MatchingNodes: len(s.class(gr).nodes), NotBefore: gr.req.NotBefore,
+		})
+	}
+	for _, gr := range held {
+		plan.Waiting = append(plan.Waiting, Wait{
+			Gang: gr.req.Gang, Reason: WaitPipelineCannotFinish, Min: gr.req.Min, Footprint: gr.req.Footprint,
+			MatchingNodes: len(s.class(gr).nodes),
 		})
 	}
 }

@@ -7,7 +7,6 @@ package engine_test
 // properties can be checked independently of the engine's own bookkeeping.
 
 import (
-	"container/heap"
 	"fmt"
 	"slices"
 	"strings"
@@ -18,6 +17,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/phasegang/phasegang/engine"
+	"github.com/phasegang/phasegang/internal/eventqueue"
 )
 
 // Epoch is the harness's virtual time zero.
@@ -189,38 +189,19 @@ const (
 	evWake
 )
 
+// event is one thing that happens in a harness run; the queue holds each
+// at its virtual time (an offset from Epoch), as the simulator's does.
 type event struct {
-	at   time.Time
-	seq  int
 	kind eventKind
 	idx  int // pipeline index or node event index
 	gang engine.GangKey
-}
-
-type eventHeap []event
-
-func (h eventHeap) Len() int { return len(h) }
-func (h eventHeap) Less(i, j int) bool {
-	if !h[i].at.Equal(h[j].at) {
-		return h[i].at.Before(h[j].at)
-	}
-	return h[i].seq < h[j].seq
-}
-func (h eventHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
-func (h *eventHeap) Push(x any)   { *h = append(*h, x.(event)) }
-func (h *eventHeap) Pop() any {
-	old := *h
-	e := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return e
 }
 
 type run struct {
 	h     *Harness
 	s     *engine.State
 	res   *Result
-	ev    eventHeap
-	seq   int
+	ev    eventqueue.Queue[event]
 	nodes []engine.Node
 	queue []engine.GangKey // submission order
 	fence *engine.Fence
@@ -240,10 +221,10 @@ func (h *Harness) Run() *Result {
 	}
 	for i, p := range h.Pipelines {
 		r.res.Pipelines = append(r.res.Pipelines, PipelineResult{Name: p.Name, Created: Epoch.Add(p.Arrival)})
-		r.push(event{at: Epoch.Add(p.Arrival), kind: evArrive, idx: i})
+		r.push(Epoch.Add(p.Arrival), event{kind: evArrive, idx: i})
 	}
 	for i, ne := range h.NodeEvents {
-		r.push(event{at: Epoch.Add(ne.At), kind: evNode, idx: i})
+		r.push(Epoch.Add(ne.At), event{kind: evNode, idx: i})
 	}
 	perInstant := h.MaxCyclesPerInstant
 	if perInstant <= 0 {
@@ -259,9 +240,9 @@ func (h *Harness) Run() *Result {
 			r.errorf("cycle cap %d reached at %v", maxCycles, now.Sub(Epoch))
 			break
 		}
-		now = r.ev[0].at
-		for r.ev.Len() > 0 && r.ev[0].at.Equal(now) {
-			r.handle(heap.Pop(&r.ev).(event), now)
+		now = Epoch.Add(r.ev.At())
+		for r.ev.Len() > 0 && Epoch.Add(r.ev.At()).Equal(now) {
+			r.handle(r.ev.Pop(), now)
 		}
 		for k := 0; ; k++ {
 			plan := r.cycle(now, k)
@@ -294,11 +275,7 @@ func (r *run) errorf(format string, args ...any) {
 	r.res.Errors = append(r.res.Errors, fmt.Sprintf(format, args...))
 }
 
-func (r *run) push(e event) {
-	e.seq = r.seq
-	r.seq++
-	heap.Push(&r.ev, e)
-}
+func (r *run) push(at time.Time, e event) { r.ev.Push(at.Sub(Epoch), e) }
 
 func (r *run) handle(e event, now time.Time) {
 	switch e.kind {
@@ -370,7 +347,7 @@ func (r *run) submit(pi, phase int, attempt int32, now time.Time) {
 	r.queue = append(r.queue, key)
 	r.s.Submit(req)
 	// Make sure a cycle runs just after the starvation bound passes.
-	r.push(event{at: now.Add(r.h.Config.StarvationBound + time.Millisecond), kind: evWake})
+	r.push(now.Add(r.h.Config.StarvationBound+time.Millisecond), event{kind: evWake})
 }
 
 func (r *run) dequeue(key engine.GangKey) bool {
@@ -457,7 +434,7 @@ func (r *run) apply(plan engine.Plan, now time.Time) {
 		g.granted, g.Reserved, g.Workers = true, now, len(rs.Workers)
 		g.MaxWorkers = max(g.MaxWorkers, g.Workers)
 		ph := r.h.Pipelines[g.Pipeline].Phases[g.Phase]
-		r.push(event{at: now.Add(ph.Duration), kind: evFinish, gang: rs.Gang})
+		r.push(now.Add(ph.Duration), event{kind: evFinish, gang: rs.Gang})
 	}
 	for _, gr := range plan.Grows {
 		g := r.res.ByKey[gr.Gang]

@@ -48,8 +48,11 @@ func FormatResources(rl ResourceList) string {
 
 // Message is the Wait as a sentence with numbers, for status.waitingFor.
 func (w Wait) Message() string {
-	if w.Reason == WaitBackoff {
+	switch w.Reason {
+	case WaitBackoff:
 		return fmt.Sprintf("backing off after a start timeout until %s", w.NotBefore.UTC().Format("15:04:05"))
+	case WaitPipelineCannotFinish:
+		return "held: another phase of its pipeline can never fit, so it could not finish"
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "needs %d × %s at once on %d matching nodes; %d fit now", w.Min, FormatResources(w.Footprint), w.MatchingNodes, w.FitNow)

@@ -209,6 +209,9 @@ const (
 	WaitBehindHead WaitReason = "BehindStarvingHead"
 	// WaitBackoff: the request's NotBefore has not passed.
 	WaitBackoff WaitReason = "Backoff"
+	// WaitPipelineCannotFinish: another phase of its pipeline, queued or
+	// upcoming, can never fit (Plan.Infeasible names it).
+	WaitPipelineCannotFinish WaitReason = "PipelineCannotFinish"
 )
 
 // Wait explains, with numbers, why a gang is still queued.
