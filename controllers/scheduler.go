@@ -369,6 +369,9 @@ func (s *Scheduler) dispatch(ctx context.Context, changes driver.Changes) {
 	for _, k := range changes.Keys() {
 		c := changes[k]
 		key := client.ObjectKeyFromObject(c.Pipeline)
+		if !s.isProposed(key) && equality.Semantic.DeepEqual(&c.Pipeline.Status, c.Status) {
+			continue // nothing to write
+		}
 		baseRV := c.Pipeline.ResourceVersion
 		if !s.assume(key, baseRV, c.Status) {
 			continue
@@ -385,6 +388,15 @@ func (s *Scheduler) dispatch(ctx context.Context, changes driver.Changes) {
 			}
 		}()
 	}
+}
+
+// isProposed: the pipeline's stored status is not the one the cycle
+// read, which is a proposal still to store.
+func (s *Scheduler) isProposed(key types.NamespacedName) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, ok := s.proposed[key]
+	return ok
 }
 
 // assume marks a write in flight and its status assumed; it reports false

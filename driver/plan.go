@@ -189,13 +189,12 @@ func markInfeasible(pt *v1alpha1.PhasedTraining, inf engine.Infeasible, d *Deman
 	if !queued {
 		msg += "; no phase of the pipeline runs until it can"
 	}
+	// The gang that never fits says so; its siblings say they are held
+	// (the engine's Wait, WaitPipelineCannotFinish).
 	wait := "never fits: " + inf.Message
-	if !queued {
-		wait = "waits: phase " + label + " can never fit, so the pipeline could not finish"
-	}
 	for i := range pt.Status.Phases {
 		ps := &pt.Status.Phases[i]
-		if ps.State == v1alpha1.PhaseQueued && (GangKey(pt, ps) == inf.Gang || !queued) && ps.WaitingFor != wait {
+		if queued && GangKey(pt, ps) == inf.Gang && ps.WaitingFor != wait {
 			changes.Touch(pt).Status.Phases[i].WaitingFor = wait
 		}
 	}
