@@ -8,6 +8,13 @@ LDFLAGS  := -X main.version=$(VERSION)
 BIN      ?= bin
 FUZZTIME ?= 5s
 CONTROLLER_GEN := $(GO) tool controller-gen
+# The controller's image (make image); config/manager and the chart name it too.
+IMAGE    ?= ghcr.io/phasegang/phasegang
+IMAGE_ARCH ?= $(shell $(GO) env GOARCH)
+# Nested modules, kept out of the main go.mod so the phasegang binary and
+# `go test ./...` do not compile their dependencies: the image builder
+# (go-containerregistry) and the chart test (Helm).
+MODULES  := hack/image test/chart
 
 .DEFAULT_GOAL := help
 
@@ -28,15 +35,17 @@ generate: ## Generate the API's deepcopy methods (zz_generated.deepcopy.go).
 # generateEmbeddedObjectMeta keeps the labels and annotations of the phases'
 # pod templates: without it the API server prunes template.metadata to {}.
 .PHONY: manifests
-manifests: ## Generate the CRD (config/crd/bases) and the RBAC ClusterRole (config/rbac) from the markers.
+manifests: ## Generate the CRD (config/crd/bases) and the RBAC ClusterRole (config/rbac) from the markers; copy both into the chart.
 	$(CONTROLLER_GEN) crd:generateEmbeddedObjectMeta=true paths=./apis/... output:crd:artifacts:config=config/crd/bases
 	$(CONTROLLER_GEN) rbac:roleName=phasegang-manager paths=./controllers/... output:rbac:artifacts:config=config/rbac
+	hack/sync-chart.sh
 
 ##@ Test
 
 .PHONY: test
-test: ## Run every test (the one test command; CI runs it too).
+test: ## Run every test (the one test command; CI runs it too): the main module's, then the nested modules'.
 	$(GO) test ./...
+	@set -e; for m in $(MODULES); do echo "$(GO) -C $$m test ./..."; $(GO) -C $$m test ./...; done
 
 .PHONY: e2e
 e2e: ## Build and start the local control plane (test/cluster), run the e2e suite against it, stop it.
@@ -55,9 +64,15 @@ lint: ## Check formatting (gofmt) and run go vet.
 	@out="$$(gofmt -l $$(git ls-files --cached --others --exclude-standard '*.go'))"; \
 	if [ -n "$$out" ]; then echo "gofmt needed on:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
+	@set -e; for m in $(MODULES); do echo "$(GO) -C $$m vet ./..."; $(GO) -C $$m vet ./...; done
 
 ##@ Build
 
 .PHONY: build
 build: ## Build bin/phasegang, stamped with VERSION.
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/phasegang ./cmd/phasegang
+
+.PHONY: image
+image: ## Build the controller image (IMAGE:VERSION) into bin/phasegang-image.tar (OCI layout + docker save; no Docker needed).
+	$(GO) -C hack/image run . -src $(CURDIR) -ref $(IMAGE):$(VERSION) -version $(VERSION) \
+		-revision "$$(git rev-parse HEAD 2>/dev/null)" -arch $(IMAGE_ARCH) -o $(abspath $(BIN))/phasegang-image.tar

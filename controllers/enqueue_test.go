@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/phasegang/phasegang/apis/v1alpha1"
+	"github.com/phasegang/phasegang/internal/wrappers"
 )
 
 func TestPodUpdatePriority(t *testing.T) {
@@ -42,14 +43,14 @@ func TestPodUpdatePriority(t *testing.T) {
 
 func TestPTUpdatePriority(t *testing.T) {
 	queued := v1alpha1.PhaseStatus{Name: "train", State: v1alpha1.PhaseQueued}
-	granted := running("train", "n1", "n2")
-	grown := running("train", "n1", "n2", "n3")
-	counted := running("train", "n1", "n2")
+	granted := wrappers.Running("train", "n1", "n2")
+	grown := wrappers.Running("train", "n1", "n2", "n3")
+	counted := wrappers.Running("train", "n1", "n2")
 	counted.Workers.Running = 2
 	ended := counted
 	ended.State = v1alpha1.PhaseSucceeded
 	pt := func(rv string, ps ...v1alpha1.PhaseStatus) *v1alpha1.PhasedTraining {
-		o := makePT("job").phase("train", 2).status(ps...).obj()
+		o := wrappers.MakePT("job").Phase("train", 2).Status(ps...).Obj()
 		o.ResourceVersion = rv
 		return o
 	}
@@ -87,7 +88,7 @@ func deleting(pt *v1alpha1.PhasedTraining) *v1alpha1.PhasedTraining {
 
 func TestControllerKey(t *testing.T) {
 	owned := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "job-train-0", OwnerReferences: []metav1.OwnerReference{
-		*metav1.NewControllerRef(makePT("job").obj(), v1alpha1.GroupVersion.WithKind(v1alpha1.Kind))}}}
+		*metav1.NewControllerRef(wrappers.MakePT("job").Obj(), v1alpha1.GroupVersion.WithKind(v1alpha1.Kind))}}}
 	if key, ok := controllerKey(owned); !ok || key.NamespacedName != (types.NamespacedName{Namespace: "ns", Name: "job"}) {
 		t.Errorf("controllerKey(owned) = %v, %v", key, ok)
 	}

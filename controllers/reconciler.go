@@ -79,18 +79,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Clock == nil {
 		r.Clock = clock.RealClock{}
 	}
-	r.compiled = map[types.UID]compiledSpec{}
 	// Index managed pods by pipeline, so a reconcile reads its own pods
 	// instead of filtering every pod of the namespace.
-	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &corev1.Pod{}, podPipelineIndex, func(o client.Object) []string {
-		if o.GetLabels()[driver.LabelManaged] != "true" {
-			return nil
-		}
-		if p := o.GetLabels()[driver.LabelPipeline]; p != "" {
-			return []string{p}
-		}
-		return nil
-	}); err != nil {
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &corev1.Pod{}, podPipelineIndex, podPipelineKey); err != nil {
 		return err
 	}
 	// The watches are typed sources with phasegang's own handlers, which
@@ -112,10 +103,24 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Complete(r)
 }
 
+// podPipelineKey is a managed pod's key in podPipelineIndex.
+func podPipelineKey(o client.Object) []string {
+	if o.GetLabels()[driver.LabelManaged] != "true" {
+		return nil
+	}
+	if p := o.GetLabels()[driver.LabelPipeline]; p != "" {
+		return []string{p}
+	}
+	return nil
+}
+
 // compile validates and compiles a spec once per generation.
 func (r *Reconciler) compile(pt *v1alpha1.PhasedTraining) (*phases.Pipeline, field.ErrorList) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if r.compiled == nil {
+		r.compiled = map[types.UID]compiledSpec{}
+	}
 	if c, ok := r.compiled[pt.UID]; ok && c.generation == pt.Generation {
 		return c.pipeline, c.errs
 	}

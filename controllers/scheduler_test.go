@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	clocktesting "k8s.io/utils/clock/testing"
@@ -16,115 +15,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/phasegang/phasegang/apis/v1alpha1"
-	"github.com/phasegang/phasegang/driver"
+	"github.com/phasegang/phasegang/internal/wrappers"
 )
-
-func TestSetReservation(t *testing.T) {
-	tests := map[string]struct {
-		assignments []string
-		prior       map[string]int32
-		want        map[string]int32
-	}{
-		"none":                  {want: map[string]int32{}},
-		"one node":              {assignments: []string{"n1", "n1"}, want: map[string]int32{"n1": 2}},
-		"several nodes":         {assignments: []string{"n2", "n1", "n2", "n3"}, want: map[string]int32{"n1": 1, "n2": 2, "n3": 1}},
-		"stale entries dropped": {assignments: []string{"n1"}, prior: map[string]int32{"gone": 4, "n1": 9}, want: map[string]int32{"n1": 1}},
-	}
-	for name, tc := range tests {
-		t.Run(name, func(t *testing.T) {
-			ps := &v1alpha1.PhaseStatus{Assignments: tc.assignments, Reservation: tc.prior,
-				Workers: v1alpha1.WorkerCounts{Min: 1, Desired: 5, Granted: 7, Running: 3}}
-			setReservation(ps)
-			if d := cmp.Diff(tc.want, ps.Reservation); d != "" {
-				t.Errorf("reservation (-want +got):\n%s", d)
-			}
-			want := v1alpha1.WorkerCounts{Min: 1, Desired: 5, Granted: int32(len(tc.assignments)), Running: 3}
-			if d := cmp.Diff(want, ps.Workers); d != "" {
-				t.Errorf("workers (-want +got):\n%s", d)
-			}
-		})
-	}
-}
-
-func TestReservationText(t *testing.T) {
-	tests := map[string]struct {
-		in   map[string]int32
-		want string
-	}{
-		"empty":          {nil, ""},
-		"one":            {map[string]int32{"n1": 2}, "n1×2"},
-		"sorted by node": {map[string]int32{"n2": 1, "a": 3, "n10": 4}, "a×3, n10×4, n2×1"},
-	}
-	for name, tc := range tests {
-		t.Run(name, func(t *testing.T) {
-			if got := reservationText(tc.in); got != tc.want {
-				t.Errorf("got %q, want %q", got, tc.want)
-			}
-		})
-	}
-}
-
-func TestPhaseLabel(t *testing.T) {
-	tests := map[string]struct {
-		ps   v1alpha1.PhaseStatus
-		want string
-	}{
-		"plain":     {queued("train"), "train"},
-		"iteration": {withAttempt(queued("train"), 2, 0), "train (iteration 2)"},
-		"attempt":   {withAttempt(queued("train"), 0, 1), "train (attempt 1)"},
-		"both":      {withAttempt(queued("train"), 2, 1), "train (iteration 2) (attempt 1)"},
-	}
-	for name, tc := range tests {
-		t.Run(name, func(t *testing.T) {
-			if got := driver.PhaseLabel(&tc.ps); got != tc.want {
-				t.Errorf("got %q, want %q", got, tc.want)
-			}
-		})
-	}
-}
-
-// reconcileStatus is the status the reconciler would write for pt with
-// these pods (Reconcile's pure part).
-func reconcileStatus(t *testing.T, pt *v1alpha1.PhasedTraining, pods []corev1.Pod, now time.Time) *v1alpha1.PhasedTrainingStatus {
-	pl := compilePT(t, pt)
-	st := pt.Status.DeepCopy()
-	step := pl.Next(st, observe(pt, pl, st, pods, now), now)
-	pl.Apply(st, step, now)
-	recordHistory(st, step, now)
-	setConditions(st, step, pt.Generation)
-	st.State = v1alpha1.StateFromConditions(st.Conditions)
-	st.ObservedGeneration = pt.Generation
-	return st
-}
-
-// The scheduler's grant write carries the conditions the reconciler
-// derives, so the reconcile that picks the grant up writes no status and
-// goes straight to creating the pods.
-func TestGrantCarriesTheReconcilersConditions(t *testing.T) {
-	now := time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)
-	pt := makePT("job").phase("train", 2).obj()
-	pt.Status = *reconcileStatus(t, pt, nil, now)
-	if len(pt.Status.Phases) != 1 || pt.Status.Phases[0].State != v1alpha1.PhaseQueued {
-		t.Fatalf("setup: want train queued, got %+v", pt.Status.Phases)
-	}
-
-	// What Scheduler.Cycle does for a Reserve, then for every change.
-	st := pt.Status.DeepCopy()
-	ps := &st.Phases[0]
-	ps.State, ps.Assignments = v1alpha1.PhaseRunning, []string{"n1", "n2"}
-	setReservation(ps)
-	setPhaseConditions(st, pt.Generation)
-	st.State = v1alpha1.StateFromConditions(st.Conditions)
-	pt.Status = *st
-
-	after := reconcileStatus(t, pt, nil, now.Add(time.Second))
-	if !equality.Semantic.DeepEqual(&pt.Status, after) {
-		t.Errorf("the reconcile after a grant would write the status again:\n%s", cmp.Diff(pt.Status, *after))
-	}
-	if pt.Status.State != v1alpha1.PipelineRunning {
-		t.Errorf("state after the grant = %s, want Running", pt.Status.State)
-	}
-}
 
 // A cycle does not wait for its status writes: the grant is assumed at
 // once, so the next cycle counts it and grants nothing twice while the
@@ -132,9 +24,9 @@ func TestGrantCarriesTheReconcilersConditions(t *testing.T) {
 // capacity is free again.
 func TestCycleAssumesGrantsUntilTheirWriteReturns(t *testing.T) {
 	ctx := context.Background()
-	pt := makePT("job").phase("train", 2).obj()
+	pt := wrappers.MakePT("job").Phase("train", 2).Obj()
 	pt.Status = *reconcileStatus(t, pt, nil, now)
-	n1 := makeNode("n1", "4")
+	n1 := wrappers.MakeNode("n1", "4")
 	release := make(chan struct{})
 	var writes atomic.Int32
 	c := fake.NewClientBuilder().WithScheme(Scheme()).
@@ -216,11 +108,11 @@ func proposeFirstStatus(ctx context.Context, t *testing.T, c client.Client, s *S
 // the reconciler has nothing to write before it creates the pods.
 func TestProposedFirstStatusIsWrittenWithTheGrant(t *testing.T) {
 	ctx := context.Background()
-	n1 := makeNode("n1", "4")
+	n1 := wrappers.MakeNode("n1", "4")
 	var writes atomic.Int32
 	c := fake.NewClientBuilder().WithScheme(Scheme()).
 		WithStatusSubresource(&v1alpha1.PhasedTraining{}).
-		WithObjects(makePT("job").phase("train", 2).obj(), &n1).
+		WithObjects(wrappers.MakePT("job").Phase("train", 2).Obj(), &n1).
 		WithInterceptorFuncs(interceptor.Funcs{SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
 			writes.Add(1)
 			return c.SubResource(sub).Update(ctx, obj, opts...)
@@ -264,7 +156,7 @@ func TestProposalLifetime(t *testing.T) {
 	ctx := context.Background()
 	c := fake.NewClientBuilder().WithScheme(Scheme()).
 		WithStatusSubresource(&v1alpha1.PhasedTraining{}).
-		WithObjects(makePT("job").phase("train", 2).obj()).Build()
+		WithObjects(wrappers.MakePT("job").Phase("train", 2).Obj()).Build()
 	clk := clocktesting.NewFakeClock(now)
 	s := &Scheduler{Client: c, Clock: clk}
 	key := client.ObjectKey{Namespace: "ns", Name: "job"}

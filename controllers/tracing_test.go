@@ -88,28 +88,6 @@ func TestAddHistoryKeepsTheNewest(t *testing.T) {
 	}
 }
 
-func TestRecordHistory(t *testing.T) {
-	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
-	st := &v1alpha1.PhasedTrainingStatus{Phases: []v1alpha1.PhaseStatus{
-		{Name: "train", State: v1alpha1.PhaseFailed, Message: "worker 0 failed"},
-		{Name: "train", Attempt: 1, State: v1alpha1.PhaseQueued},
-		{Name: "test", State: v1alpha1.PhaseQueued},
-	}}
-	recordHistory(st, phases.Step{
-		Queue:   []phases.Instance{{Name: "train", Attempt: 1}},
-		Requeue: []phases.Requeue{{Instance: phases.Instance{Name: "test"}, Message: "not started within 5m"}},
-	}, now)
-	if h := st.Phases[1].History; len(h) != 1 || h[0].Type != v1alpha1.PhaseEventRetry || h[0].Message != "attempt 0 failed: worker 0 failed" || !h[0].Time.Time.Equal(now) {
-		t.Errorf("retry history = %+v", h)
-	}
-	if h := st.Phases[2].History; len(h) != 1 || h[0].Type != v1alpha1.PhaseEventStartTimeout || h[0].Message != "not started within 5m" {
-		t.Errorf("start timeout history = %+v", h)
-	}
-	if len(st.Phases[0].History) != 0 {
-		t.Errorf("failed attempt got history %+v", st.Phases[0].History)
-	}
-}
-
 // tracingPT is a pipeline train → validate of 2-GPU workers.
 func tracingPT(created time.Time) *v1alpha1.PhasedTraining {
 	tmpl := corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{

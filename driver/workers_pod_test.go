@@ -10,6 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/utils/ptr"
+
+	"github.com/phasegang/phasegang/internal/wrappers"
 )
 
 func envMap(env []corev1.EnvVar) map[string]string {
@@ -25,12 +27,12 @@ func envMap(env []corev1.EnvVar) map[string]string {
 }
 
 func TestBuildWorkerPodMeta(t *testing.T) {
-	pt := makePT("job").phase("train", 2).tmpl(func(p *corev1.PodTemplateSpec) {
+	pt := wrappers.MakePT("job").Phase("train", 2).Template(func(p *corev1.PodTemplateSpec) {
 		p.Labels = map[string]string{"team": "ml", LabelPhase: "spoofed", LabelWorker: "99"}
 		p.Annotations = map[string]string{"a": "b"}
-	}).obj()
-	ps := withAttempt(running("train", "n1", "n2", "n3"), 1, 2)
-	pod := buildWorkerPod(pt, &pt.Spec.Phases[0], &ps, 2, "n3", 3)
+	}).Obj()
+	ps := wrappers.Attempt(wrappers.Running("train", "n1", "n2", "n3"), 1, 2)
+	pod := BuildWorkerPod(pt, &pt.Spec.Phases[0], &ps, 2, "n3", 3)
 
 	want := metav1.ObjectMeta{
 		Name:      "job-train-i1-a2-2",
@@ -58,7 +60,7 @@ func TestBuildWorkerPodMeta(t *testing.T) {
 		t.Errorf("Hostname %q subdomain %q", pod.Spec.Hostname, pod.Spec.Subdomain)
 	}
 	// The pod's own labels satisfy the Service's selector.
-	svc := buildService(pt)
+	svc := BuildService(pt)
 	for k, v := range svc.Spec.Selector {
 		if pod.Labels[k] != v {
 			t.Errorf("service selector %s=%s does not match the pod (%q)", k, v, pod.Labels[k])
@@ -67,7 +69,7 @@ func TestBuildWorkerPodMeta(t *testing.T) {
 	if pod.Spec.Subdomain != svc.Name {
 		t.Errorf("pod subdomain %q is not the service %q", pod.Spec.Subdomain, svc.Name)
 	}
-	// WorkerIndex/PodInstance read back what buildWorkerPod wrote.
+	// WorkerIndex/PodInstance read back what BuildWorkerPod wrote.
 	in, idx, ok := PodInstance(pod)
 	if !ok || idx != 2 || in.Name != "train" || in.Iteration != 1 || in.Attempt != 2 {
 		t.Errorf("PodInstance = %+v %d %v", in, idx, ok)
@@ -75,20 +77,20 @@ func TestBuildWorkerPodMeta(t *testing.T) {
 }
 
 func TestBuildWorkerPodDoesNotMutateTemplate(t *testing.T) {
-	pt := makePT("job").phase("train", 2).tmpl(func(p *corev1.PodTemplateSpec) {
+	pt := wrappers.MakePT("job").Phase("train", 2).Template(func(p *corev1.PodTemplateSpec) {
 		p.Labels = map[string]string{"team": "ml"}
 		p.Annotations = map[string]string{"a": "b"}
 		p.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "X", Value: "1"}}
 		p.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
 			NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{{Key: "k", Operator: corev1.NodeSelectorOpExists}}}},
 		}}}
-	}).obj()
+	}).Obj()
 	before := pt.DeepCopy()
-	ps := running("train", "n1", "n2")
-	p0 := buildWorkerPod(pt, &pt.Spec.Phases[0], &ps, 0, "n1", 2)
-	p1 := buildWorkerPod(pt, &pt.Spec.Phases[0], &ps, 1, "n2", 2)
+	ps := wrappers.Running("train", "n1", "n2")
+	p0 := BuildWorkerPod(pt, &pt.Spec.Phases[0], &ps, 0, "n1", 2)
+	p1 := BuildWorkerPod(pt, &pt.Spec.Phases[0], &ps, 1, "n2", 2)
 	if d := cmp.Diff(before, pt); d != "" {
-		t.Errorf("buildWorkerPod mutated the pipeline (-before +after):\n%s", d)
+		t.Errorf("BuildWorkerPod mutated the pipeline (-before +after):\n%s", d)
 	}
 	if got := p0.Spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms[0].MatchFields; len(got) != 1 || got[0].Values[0] != "n1" {
 		t.Errorf("worker 0 pin = %v", got)
@@ -107,9 +109,9 @@ func TestBuildWorkerPodRestartPolicy(t *testing.T) {
 	}
 	for in, want := range tests {
 		t.Run("from "+string(in), func(t *testing.T) {
-			pt := makePT("job").phase("train", 1).tmpl(func(p *corev1.PodTemplateSpec) { p.Spec.RestartPolicy = in }).obj()
-			ps := running("train", "n1")
-			if got := buildWorkerPod(pt, &pt.Spec.Phases[0], &ps, 0, "n1", 1).Spec.RestartPolicy; got != want {
+			pt := wrappers.MakePT("job").Phase("train", 1).Template(func(p *corev1.PodTemplateSpec) { p.Spec.RestartPolicy = in }).Obj()
+			ps := wrappers.Running("train", "n1")
+			if got := BuildWorkerPod(pt, &pt.Spec.Phases[0], &ps, 0, "n1", 1).Spec.RestartPolicy; got != want {
 				t.Errorf("restart policy = %q, want %q", got, want)
 			}
 		})
@@ -162,10 +164,10 @@ func TestPinToNode(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			// Through buildWorkerPod, so the template's copy is what is pinned.
-			pt := makePT("job").phase("train", 1).tmpl(func(p *corev1.PodTemplateSpec) { p.Spec.Affinity = tc.in }).obj()
-			ps := running("train", "n7")
-			got := buildWorkerPod(pt, &pt.Spec.Phases[0], &ps, 0, "n7", 1).Spec.Affinity
+			// Through BuildWorkerPod, so the template's copy is what is pinned.
+			pt := wrappers.MakePT("job").Phase("train", 1).Template(func(p *corev1.PodTemplateSpec) { p.Spec.Affinity = tc.in }).Obj()
+			ps := wrappers.Running("train", "n7")
+			got := BuildWorkerPod(pt, &pt.Spec.Phases[0], &ps, 0, "n7", 1).Spec.Affinity
 			if d := cmp.Diff(tc.want, got); d != "" {
 				t.Errorf("affinity (-want +got):\n%s", d)
 			}
@@ -174,7 +176,7 @@ func TestPinToNode(t *testing.T) {
 }
 
 func TestBuildWorkerPodEnv(t *testing.T) {
-	ps := running("train", "n1", "n2", "n3")
+	ps := wrappers.Running("train", "n1", "n2", "n3")
 	hosts := []string{"train-0.job.ns.svc", "train-1.job.ns.svc", "train-2.job.ns.svc"}
 	tests := map[string]struct {
 		tmpl  func(*corev1.PodTemplateSpec)
@@ -230,8 +232,8 @@ func TestBuildWorkerPodEnv(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			pt := makePT("job").phase("train", 3).tmpl(tc.tmpl).obj()
-			pod := buildWorkerPod(pt, &pt.Spec.Phases[0], &ps, tc.index, ps.Assignments[tc.index], 3)
+			pt := wrappers.MakePT("job").Phase("train", 3).Template(tc.tmpl).Obj()
+			pod := BuildWorkerPod(pt, &pt.Spec.Phases[0], &ps, tc.index, ps.Assignments[tc.index], 3)
 			var got []map[string]string
 			for _, c := range pod.Spec.Containers {
 				got = append(got, envMap(c.Env))
@@ -249,11 +251,11 @@ func TestBuildWorkerPodEnv(t *testing.T) {
 // TF_CONFIG is what TensorFlow parses: cluster.worker has world-size
 // entries, the task is this worker.
 func TestTFConfig(t *testing.T) {
-	pt := makePT("job").phase("train", 1).obj()
+	pt := wrappers.MakePT("job").Phase("train", 1).Obj()
 	for _, ws := range []int32{1, 2, 5} {
 		for idx := range ws {
-			ps := withAttempt(running("train"), 3, 1)
-			pod := buildWorkerPod(pt, &pt.Spec.Phases[0], &ps, idx, "n", ws)
+			ps := wrappers.Attempt(wrappers.Running("train"), 3, 1)
+			pod := BuildWorkerPod(pt, &pt.Spec.Phases[0], &ps, idx, "n", ws)
 			var cfg struct {
 				Cluster map[string][]string `json:"cluster"`
 				Task    struct {
@@ -328,8 +330,8 @@ func TestBuildService(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			pt := makePT("job").phase("train", 2).tmpl(tc.tmpl).obj()
-			svc := buildService(pt)
+			pt := wrappers.MakePT("job").Phase("train", 2).Template(tc.tmpl).Obj()
+			svc := BuildService(pt)
 			labels := map[string]string{LabelManaged: "true", LabelPipeline: "job"}
 			want := &corev1.Service{
 				ObjectMeta: metav1.ObjectMeta{
@@ -360,13 +362,13 @@ func TestBuildService(t *testing.T) {
 
 // A Service's ports must have unique names when there are several.
 func TestBuildServicePortNamesUnique(t *testing.T) {
-	pt := makePT("job").phase("train", 1).tmpl(func(p *corev1.PodTemplateSpec) {
+	pt := wrappers.MakePT("job").Phase("train", 1).Template(func(p *corev1.PodTemplateSpec) {
 		p.Spec.Containers[0].Ports = []corev1.ContainerPort{
 			{ContainerPort: 5353, Protocol: corev1.ProtocolTCP},
 			{ContainerPort: 5353, Protocol: corev1.ProtocolUDP},
 		}
-	}).obj()
-	svc := buildService(pt)
+	}).Obj()
+	svc := BuildService(pt)
 	seen := map[string]bool{}
 	for _, p := range svc.Spec.Ports {
 		if seen[p.Name] {
@@ -380,18 +382,18 @@ func TestBuildServicePortNamesUnique(t *testing.T) {
 // protocol once; a name two phases give to different ports stays with the
 // first, and the second gets a generated one.
 func TestBuildServicePortsAcrossPhases(t *testing.T) {
-	pt := makePT("job").
-		phase("train", 2).tmpl(func(p *corev1.PodTemplateSpec) {
+	pt := wrappers.MakePT("job").
+		Phase("train", 2).Template(func(p *corev1.PodTemplateSpec) {
 		p.Spec.Containers[0].Ports = []corev1.ContainerPort{{Name: "dist", ContainerPort: 29500}}
 	}).
-		phase("validate", 1).tmpl(func(p *corev1.PodTemplateSpec) {
+		Phase("validate", 1).Template(func(p *corev1.PodTemplateSpec) {
 		p.Spec.Containers[0].Ports = []corev1.ContainerPort{{Name: "dist", ContainerPort: 29500}, {Name: "metrics", ContainerPort: 9090}}
-	}).obj()
+	}).Obj()
 	pt.Spec.Phases = append(pt.Spec.Phases, *pt.Spec.Phases[1].DeepCopy())
 	pt.Spec.Phases[2].Name = "test"
 	pt.Spec.Phases[2].Template.Spec.Containers[0].Ports = []corev1.ContainerPort{{Name: "dist", ContainerPort: 2222}}
 	want := []corev1.ServicePort{{Name: "dist", Port: 29500}, {Name: "metrics", Port: 9090}, {Name: "p2222-tcp", Port: 2222}}
-	if d := cmp.Diff(want, buildService(pt).Spec.Ports); d != "" {
+	if d := cmp.Diff(want, BuildService(pt).Spec.Ports); d != "" {
 		t.Errorf("ports (-want +got):\n%s", d)
 	}
 }
@@ -400,10 +402,10 @@ func TestBuildServicePortsAcrossPhases(t *testing.T) {
 // name a DNS-1035 label, whatever valid name the pipeline has.
 func TestWorkerDNSNamesValid(t *testing.T) {
 	for _, name := range []string{"job", "a", "my-pipeline-with-a-rather-long-name-that-goes-on-and-on-and-on-forever"} {
-		pt := makePT(name).phase("train", 1).obj()
-		ps := withAttempt(running("train", "n1"), 12, 3)
-		pod := buildWorkerPod(pt, &pt.Spec.Phases[0], &ps, 9999, "n1", 10000)
-		svc := buildService(pt)
+		pt := wrappers.MakePT(name).Phase("train", 1).Obj()
+		ps := wrappers.Attempt(wrappers.Running("train", "n1"), 12, 3)
+		pod := BuildWorkerPod(pt, &pt.Spec.Phases[0], &ps, 9999, "n1", 10000)
+		svc := BuildService(pt)
 		for what, errs := range map[string][]string{
 			"pod name":       validation.IsDNS1123Subdomain(pod.Name),
 			"Hostname":       validation.IsDNS1123Label(pod.Spec.Hostname),
@@ -418,19 +420,19 @@ func TestWorkerDNSNamesValid(t *testing.T) {
 	}
 }
 
-// WorkerPod is buildWorkerPod for the named phase, and an error for a
+// WorkerPod is BuildWorkerPod for the named phase, and an error for a
 // phase the spec does not have.
 func TestWorkerPod(t *testing.T) {
-	pt := makePT("job").phase("train", 2).obj()
-	ps := running("train", "n1", "n2")
+	pt := wrappers.MakePT("job").Phase("train", 2).Obj()
+	ps := wrappers.Running("train", "n1", "n2")
 	got, err := WorkerPod(pt, &ps, 1, "n2", 2)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d := cmp.Diff(buildWorkerPod(pt, &pt.Spec.Phases[0], &ps, 1, "n2", 2), got); d != "" {
-		t.Errorf("WorkerPod differs from buildWorkerPod (-want +got):\n%s", d)
+	if d := cmp.Diff(BuildWorkerPod(pt, &pt.Spec.Phases[0], &ps, 1, "n2", 2), got); d != "" {
+		t.Errorf("WorkerPod differs from BuildWorkerPod (-want +got):\n%s", d)
 	}
-	other := running("eval", "n1")
+	other := wrappers.Running("eval", "n1")
 	if _, err := WorkerPod(pt, &other, 0, "n1", 1); err == nil {
 		t.Errorf("WorkerPod for a phase the spec lacks: no error")
 	}
@@ -439,13 +441,13 @@ func TestWorkerPod(t *testing.T) {
 // Only gangs that can have more than one worker are published in the
 // pipeline's Service: a single worker has no peer to find.
 func TestServiceSelectsWorkersWithPeers(t *testing.T) {
-	pt := makePT("job").phase("train", 4).phase("grow", 1).desired(4).phase("test", 1).obj()
-	svc := buildService(pt)
+	pt := wrappers.MakePT("job").Phase("train", 4).Phase("grow", 1).Desired(4).Phase("test", 1).Obj()
+	svc := BuildService(pt)
 	selector := labels.SelectorFromSet(svc.Spec.Selector)
 	for i, want := range []bool{true, true, false} {
 		phase := &pt.Spec.Phases[i]
-		ps := running(phase.Name, "n1")
-		pod := buildWorkerPod(pt, phase, &ps, 0, "n1", 1)
+		ps := wrappers.Running(phase.Name, "n1")
+		pod := BuildWorkerPod(pt, phase, &ps, 0, "n1", 1)
 		if got := selector.Matches(labels.Set(pod.Labels)); got != want {
 			t.Errorf("phase %s (gang %d..%d): selected by the Service = %v, want %v", phase.Name, phase.Gang.Min, phase.Gang.DesiredOrMin(), got, want)
 		}
@@ -464,12 +466,12 @@ func TestServiceNameValidForEveryPipelineName(t *testing.T) {
 		if errs := validation.IsDNS1123Subdomain(name); len(errs) > 0 {
 			t.Fatalf("fixture %q is not a valid object name: %v", name, errs)
 		}
-		pt := makePT(name).phase("train", 1).obj()
-		ps := running("train", "n1")
+		pt := wrappers.MakePT(name).Phase("train", 1).Obj()
+		ps := wrappers.Running("train", "n1")
 		if errs := validation.IsDNS1035Label(ServiceName(pt)); len(errs) > 0 {
 			t.Errorf("pipeline %q: service name %q: %v", name, ServiceName(pt), errs)
 		}
-		pod := buildWorkerPod(pt, &pt.Spec.Phases[0], &ps, 0, "n1", 1)
+		pod := BuildWorkerPod(pt, &pt.Spec.Phases[0], &ps, 0, "n1", 1)
 		if errs := validation.IsDNS1123Label(pod.Spec.Subdomain); len(errs) > 0 {
 			t.Errorf("pipeline %q: pod subdomain %q: %v", name, pod.Spec.Subdomain, errs)
 		}

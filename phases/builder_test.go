@@ -4,76 +4,21 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/phasegang/phasegang/apis/v1alpha1"
 )
 
-// ptBuilder builds specs tersely: MakePT("p").Phase("train", 8).DependsOn("prep").
-type ptBuilder struct {
-	pt *v1alpha1.PhasedTraining
-}
+// Specs come from internal/wrappers (wrappers.MakePT); what is left here
+// is the phases tests' own shorthand.
 
-func MakePT(name string) *ptBuilder {
-	return &ptBuilder{pt: &v1alpha1.PhasedTraining{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"}}}
-}
-
-func (b *ptBuilder) last() *v1alpha1.Phase { return &b.pt.Spec.Phases[len(b.pt.Spec.Phases)-1] }
-
-// Phase adds a phase with a gang of min workers and one container.
-func (b *ptBuilder) Phase(name string, min int32) *ptBuilder {
-	b.pt.Spec.Phases = append(b.pt.Spec.Phases, v1alpha1.Phase{
-		Name: name,
-		Gang: v1alpha1.Gang{Min: min},
-		Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
-			Containers: []corev1.Container{{Name: "worker", Image: "trainer:1"}},
-		}},
-	})
-	return b
-}
-
-func (b *ptBuilder) DependsOn(names ...string) *ptBuilder {
-	b.last().DependsOn = append(b.last().DependsOn, names...)
-	return b
-}
-func (b *ptBuilder) When(e string) *ptBuilder   { b.last().When = e; return b }
-func (b *ptBuilder) Policy(e string) *ptBuilder { b.last().SuccessPolicy = e; return b }
-func (b *ptBuilder) Outputs(k ...string) *ptBuilder {
-	b.last().Outputs = append(b.last().Outputs, k...)
-	return b
-}
-func (b *ptBuilder) Retries(n int32) *ptBuilder { b.last().MaxRetries = n; return b }
-func (b *ptBuilder) Desired(n int32) *ptBuilder { b.last().Gang.Desired = &n; return b }
-func (b *ptBuilder) Timeout(d time.Duration) *ptBuilder {
-	b.last().Timeout = &metav1.Duration{Duration: d}
-	return b
-}
-func (b *ptBuilder) StartTimeout(d time.Duration) *ptBuilder {
-	b.last().StartTimeout = &metav1.Duration{Duration: d}
-	return b
-}
-func (b *ptBuilder) NoContainers() *ptBuilder {
-	b.last().Template.Spec.Containers = nil
-	return b
-}
-func (b *ptBuilder) Iterate(max int32, until string, chain ...string) *ptBuilder {
-	b.pt.Spec.Iterate = &v1alpha1.Iterate{Phases: chain, Until: until, MaxIterations: max}
-	return b
-}
-func (b *ptBuilder) Priority(p int32, class string) *ptBuilder {
-	b.pt.Spec.Priority = &p
-	b.pt.Spec.PriorityClassName = class
-	return b
-}
-func (b *ptBuilder) Obj() *v1alpha1.PhasedTraining { return b.pt }
-
-// Pipeline compiles the spec, failing the test on any error.
-func (b *ptBuilder) Pipeline(t testing.TB) *Pipeline {
-	t.Helper()
-	p, errs := Compile(b.pt)
+// compile compiles a spec as given (no defaults), failing the test on any
+// error.
+func compile(tb testing.TB, pt *v1alpha1.PhasedTraining) *Pipeline {
+	tb.Helper()
+	p, errs := Compile(pt)
 	if len(errs) > 0 {
-		t.Fatalf("Compile: %v", errs.ToAggregate())
+		tb.Fatalf("Compile: %v", errs.ToAggregate())
 	}
 	return p
 }

@@ -5,18 +5,20 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/phasegang/phasegang/internal/wrappers"
 )
 
 // exprPT has a dashed phase name and outputs, for expression tests.
-func exprPT() *ptBuilder {
-	return MakePT("p").
+func exprPT() *wrappers.PT {
+	return wrappers.MakePT("p").
 		Phase("train-big", 8).Outputs("loss").
 		Phase("validate", 2).DependsOn("train-big").Outputs("accuracy", "f1").
 		Phase("test", 1).DependsOn("validate")
 }
 
 func TestGraphExpressions(t *testing.T) {
-	p := exprPT().Pipeline(t)
+	p := compile(t, exprPT().Obj())
 	st := status(
 		ps("train-big", 0, 0, Succeeded).Workers(8, 8, 0).Out("loss", "0.25"),
 		ps("validate", 0, 0, Succeeded).Workers(2, 2, 0).Out("accuracy", "0.93"),
@@ -66,7 +68,7 @@ func TestGraphExpressions(t *testing.T) {
 }
 
 func TestPolicyExpressions(t *testing.T) {
-	p := MakePT("p").Phase("eval", 4).Outputs("loss").Pipeline(t)
+	p := compile(t, wrappers.MakePT("p").Phase("eval", 4).Outputs("loss").Obj())
 	c := p.Phase("eval")
 	tests := map[string]struct {
 		expr                                string
@@ -96,7 +98,7 @@ func TestPolicyExpressions(t *testing.T) {
 
 // fuzzPipeline is the spec FuzzCompileExpr compiles expressions against.
 func fuzzPipeline(tb testing.TB) *Pipeline {
-	return exprPT().Iterate(3, "", "train-big", "validate").Pipeline(tb)
+	return compile(tb, exprPT().Iterate(3, "", "train-big", "validate").Obj())
 }
 
 // FuzzCompileExpr feeds arbitrary strings to the expression compile path

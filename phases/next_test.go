@@ -8,6 +8,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/phasegang/phasegang/apis/v1alpha1"
+	"github.com/phasegang/phasegang/internal/wrappers"
 )
 
 const (
@@ -19,23 +20,23 @@ const (
 	Skipped   = v1alpha1.PhaseSkipped
 )
 
-func linear() *ptBuilder {
-	return MakePT("p").
+func linear() *wrappers.PT {
+	return wrappers.MakePT("p").
 		Phase("train", 8).
 		Phase("validate", 2).DependsOn("train").Outputs("accuracy").
 		Phase("test", 1).DependsOn("validate")
 }
 
-func diamond() *ptBuilder {
-	return MakePT("p").
+func diamond() *wrappers.PT {
+	return wrappers.MakePT("p").
 		Phase("prep", 1).
 		Phase("a", 2).DependsOn("prep").
 		Phase("b", 2).DependsOn("prep").
 		Phase("join", 1).DependsOn("a", "b")
 }
 
-func loopPT(max int32) *ptBuilder {
-	return MakePT("p").
+func loopPT(max int32) *wrappers.PT {
+	return wrappers.MakePT("p").
 		Phase("prep", 1).
 		Phase("train", 8).DependsOn("prep").
 		Phase("validate", 2).DependsOn("train").Outputs("accuracy").
@@ -76,7 +77,7 @@ func final(st v1alpha1.PipelineState, reason, msg string) outcome { return outco
 
 func TestNext(t *testing.T) {
 	type tc struct {
-		pt     *ptBuilder
+		pt     *wrappers.PT
 		status *v1alpha1.PhasedTrainingStatus
 		obs    Observations
 		now    time.Duration // after t0
@@ -141,7 +142,7 @@ func TestNext(t *testing.T) {
 			}, running("join")),
 		},
 		"when reads outputs: skipped, dependents still run": {
-			pt: MakePT("p").
+			pt: wrappers.MakePT("p").
 				Phase("validate", 2).Outputs("accuracy").
 				Phase("retrain", 8).DependsOn("validate").When("float(phases.validate.outputs.accuracy) < 0.9").
 				Phase("deploy", 1).DependsOn("retrain"),
@@ -154,7 +155,7 @@ func TestNext(t *testing.T) {
 			}, running("deploy")),
 		},
 		"when reads a missing output: expression error fails the pipeline": {
-			pt: MakePT("p").
+			pt: wrappers.MakePT("p").
 				Phase("validate", 2).Outputs("accuracy").
 				Phase("retrain", 8).DependsOn("validate").When("float(phases.validate.outputs.accuracy) < 0.9"),
 			status: status(ps("validate", 0, 0, Succeeded)),
@@ -162,7 +163,7 @@ func TestNext(t *testing.T) {
 				"spec.phases[1].when: phase retrain: phases.validate.outputs.accuracy has no value: phase validate (Succeeded) did not report it (1:31)")),
 		},
 		"retry: failed attempt queues the next attempt": {
-			pt:     MakePT("p").Phase("train", 8).Retries(2),
+			pt:     wrappers.MakePT("p").Phase("train", 8).Retries(2),
 			status: status(ps("train", 0, 0, Running)),
 			obs:    Observations{inst("train", 0, 0): {Granted: 8, Running: 7, Failed: 1}},
 			want: withState(Step{
@@ -171,7 +172,7 @@ func TestNext(t *testing.T) {
 			}, running("train")),
 		},
 		"retry: second attempt succeeds": {
-			pt:     MakePT("p").Phase("train", 8).Retries(2).Phase("test", 1).DependsOn("train"),
+			pt:     wrappers.MakePT("p").Phase("train", 8).Retries(2).Phase("test", 1).DependsOn("train"),
 			status: status(ps("train", 0, 0, Failed), ps("train", 0, 1, Running)),
 			obs:    Observations{inst("train", 0, 1): allOK(8)},
 			want: withState(Step{
@@ -180,7 +181,7 @@ func TestNext(t *testing.T) {
 			}, running("test")),
 		},
 		"retry exhausted: pipeline fails naming the phase": {
-			pt:     MakePT("p").Phase("train", 8).Retries(1).Phase("test", 1).DependsOn("train"),
+			pt:     wrappers.MakePT("p").Phase("train", 8).Retries(1).Phase("test", 1).DependsOn("train"),
 			status: status(ps("train", 0, 0, Failed), ps("train", 0, 1, Running)),
 			obs:    Observations{inst("train", 0, 1): {Granted: 8, Failed: 2, Running: 6}},
 			want: withState(Step{
@@ -226,7 +227,7 @@ func TestNext(t *testing.T) {
 				"every phase succeeded or was skipped; the loop ended: iterate.until was true after iteration 1")),
 		},
 		"iterate: downstream sees the last iteration": {
-			pt: MakePT("p").
+			pt: wrappers.MakePT("p").
 				Phase("train", 8).
 				Phase("validate", 2).DependsOn("train").Outputs("accuracy").
 				Phase("test", 1).DependsOn("validate").
@@ -244,7 +245,7 @@ func TestNext(t *testing.T) {
 				"spec.iterate.until: after iteration 0: phases.validate.outputs.accuracy has no value: phase validate (Succeeded) did not report it (1:31)")),
 		},
 		"chief policy: chief succeeded while others run": {
-			pt:     MakePT("p").Phase("train", 4).Policy("Chief"),
+			pt:     wrappers.MakePT("p").Phase("train", 4).SuccessPolicy("Chief"),
 			status: status(ps("train", 0, 0, Running)),
 			obs:    Observations{inst("train", 0, 0): {Granted: 4, Running: 3, Succeeded: 1, ChiefSucceeded: true}},
 			want: withState(Step{
@@ -252,13 +253,13 @@ func TestNext(t *testing.T) {
 			}, final(v1alpha1.PipelineSucceeded, v1alpha1.ReasonAllPhasesEnded, "every phase succeeded or was skipped")),
 		},
 		"chief policy: other workers failing do not matter": {
-			pt:     MakePT("p").Phase("train", 4).Policy("Chief"),
+			pt:     wrappers.MakePT("p").Phase("train", 4).SuccessPolicy("Chief"),
 			status: status(ps("train", 0, 0, Running)),
 			obs:    Observations{inst("train", 0, 0): {Granted: 4, Running: 1, Failed: 3}},
 			want:   withState(Step{}, running("train")),
 		},
 		"chief policy: chief failed": {
-			pt:     MakePT("p").Phase("train", 4).Policy("Chief"),
+			pt:     wrappers.MakePT("p").Phase("train", 4).SuccessPolicy("Chief"),
 			status: status(ps("train", 0, 0, Running)),
 			obs:    Observations{inst("train", 0, 0): {Granted: 4, Running: 3, Failed: 1, ChiefFailed: true}},
 			want: withState(Step{
@@ -266,13 +267,13 @@ func TestNext(t *testing.T) {
 			}, final(v1alpha1.PipelineFailed, v1alpha1.ReasonPhaseFailed, "phase train failed after 1 attempt(s): worker 0 (chief) failed")),
 		},
 		"expr policy: 2 of 5 is not half (float division)": {
-			pt:     MakePT("p").Phase("train", 5).Policy("succeeded >= workers / 2"),
+			pt:     wrappers.MakePT("p").Phase("train", 5).SuccessPolicy("succeeded >= workers / 2"),
 			status: status(ps("train", 0, 0, Running)),
 			obs:    Observations{inst("train", 0, 0): {Granted: 5, Running: 3, Succeeded: 2}},
 			want:   withState(Step{}, running("train")),
 		},
 		"expr policy: 3 of 5 succeeds": {
-			pt:     MakePT("p").Phase("train", 5).Policy("succeeded >= workers / 2"),
+			pt:     wrappers.MakePT("p").Phase("train", 5).SuccessPolicy("succeeded >= workers / 2"),
 			status: status(ps("train", 0, 0, Running)),
 			obs:    Observations{inst("train", 0, 0): {Granted: 5, Running: 2, Succeeded: 3}},
 			want: withState(Step{
@@ -280,7 +281,7 @@ func TestNext(t *testing.T) {
 			}, final(v1alpha1.PipelineSucceeded, v1alpha1.ReasonAllPhasesEnded, "every phase succeeded or was skipped")),
 		},
 		"expr policy: false with every worker ended fails": {
-			pt:     MakePT("p").Phase("train", 5).Policy("succeeded >= workers / 2"),
+			pt:     wrappers.MakePT("p").Phase("train", 5).SuccessPolicy("succeeded >= workers / 2"),
 			status: status(ps("train", 0, 0, Running)),
 			obs:    Observations{inst("train", 0, 0): {Granted: 5, Succeeded: 2, Failed: 3}},
 			want: withState(Step{
@@ -288,20 +289,20 @@ func TestNext(t *testing.T) {
 			}, final(v1alpha1.PipelineFailed, v1alpha1.ReasonPhaseFailed, "phase train failed after 1 attempt(s): successPolicy was false with every worker ended (2 succeeded, 3 failed of 5): succeeded >= workers / 2")),
 		},
 		"expr policy: missing output waits while workers run": {
-			pt:     MakePT("p").Phase("eval", 2).Outputs("loss").Policy("float(outputs.loss) < 1"),
+			pt:     wrappers.MakePT("p").Phase("eval", 2).Outputs("loss").SuccessPolicy("float(outputs.loss) < 1"),
 			status: status(ps("eval", 0, 0, Running)),
 			obs:    Observations{inst("eval", 0, 0): {Granted: 2, Running: 1, Succeeded: 1}},
 			want:   withState(Step{}, running("eval")),
 		},
 		"expr policy: missing output after every worker ended is an expression error": {
-			pt:     MakePT("p").Phase("eval", 2).Outputs("loss").Policy("float(outputs.loss) < 1"),
+			pt:     wrappers.MakePT("p").Phase("eval", 2).Outputs("loss").SuccessPolicy("float(outputs.loss) < 1"),
 			status: status(ps("eval", 0, 0, Running)),
 			obs:    Observations{inst("eval", 0, 0): {Granted: 2, Succeeded: 2}},
 			want: withState(Step{}, final(v1alpha1.PipelineFailed, v1alpha1.ReasonExpressionError,
 				"spec.phases[0].successPolicy: phase eval: outputs.loss has no value: no worker of phase eval reported it yet (1:15)")),
 		},
 		"timeout: running too long fails the attempt": {
-			pt:     MakePT("p").Phase("train", 8).Timeout(time.Hour),
+			pt:     wrappers.MakePT("p").Phase("train", 8).Timeout(time.Hour),
 			status: status(ps("train", 0, 0, Running).Reserved(0).Started(time.Minute)),
 			now:    time.Hour + 2*time.Minute,
 			want: withState(Step{
@@ -309,13 +310,13 @@ func TestNext(t *testing.T) {
 			}, final(v1alpha1.PipelineFailed, v1alpha1.ReasonPhaseTimedOut, "phase train failed after 1 attempt(s): timed out after 1h0m0s (spec.phases[0].timeout)")),
 		},
 		"timeout: not yet, wake at the deadline": {
-			pt:     MakePT("p").Phase("train", 8).Timeout(time.Hour),
+			pt:     wrappers.MakePT("p").Phase("train", 8).Timeout(time.Hour),
 			status: status(ps("train", 0, 0, Running).Reserved(0).Started(time.Minute)),
 			now:    30 * time.Minute,
 			want:   withState(Step{Wake: t0.Add(time.Hour + time.Minute + time.Nanosecond)}, running("train")),
 		},
 		"start timeout: first one backs off 10s": {
-			pt:     MakePT("p").Phase("train", 8).StartTimeout(5 * time.Minute),
+			pt:     wrappers.MakePT("p").Phase("train", 8).StartTimeout(5 * time.Minute),
 			status: status(ps("train", 0, 0, Running).Reserved(0)),
 			now:    6 * time.Minute,
 			want: withState(Step{
@@ -325,7 +326,7 @@ func TestNext(t *testing.T) {
 			}, running("train")),
 		},
 		"start timeout: third one backs off 40s": {
-			pt: MakePT("p").Phase("train", 8).StartTimeout(5 * time.Minute),
+			pt: wrappers.MakePT("p").Phase("train", 8).StartTimeout(5 * time.Minute),
 			status: status(ps("train", 0, 0, Running).Reserved(0).
 				Msg("start timeout 2: not every worker was running 5m0s after the gang was reserved; released and requeued with a 20s backoff")),
 			now: 6 * time.Minute,
@@ -338,7 +339,7 @@ func TestNext(t *testing.T) {
 	}
 	for name, tt := range tests {
 		t.Run(name, func(t *testing.T) {
-			p := tt.pt.Pipeline(t)
+			p := compile(t, tt.pt.Obj())
 			st := tt.status
 			if st == nil {
 				st = &v1alpha1.PhasedTrainingStatus{}

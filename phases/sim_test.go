@@ -59,9 +59,9 @@ func TestSimulateLoop(t *testing.T) {
 	}
 	for _, max := range []int32{2, 5} {
 		t.Run(fmt.Sprint("max ", max), func(t *testing.T) {
-			b := loopPT(max)
-			b.pt.Spec.Phases[1].MaxRetries = 1
-			ran, step := simulate(t, b.Pipeline(t), result)
+			pt := loopPT(max).Obj()
+			pt.Spec.Phases[1].MaxRetries = 1 // train
+			ran, step := simulate(t, compile(t, pt), result)
 			want := []string{"prep#0.0", "train#0.0", "validate#0.0", "train#1.0", "train#1.1", "validate#1.0"}
 			if max == 5 {
 				want = append(want, "train#2.0", "validate#2.0")

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"unicode/utf8"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
@@ -12,7 +13,10 @@ import (
 
 // Error classes reported by Validate, one per check. The CLI's invalid
 // examples mirror this list (each example triggers one class); the exact
-// strings are pinned in validate_test.go.
+// strings are pinned in validate_test.go. Every bound is the CRD's (the
+// kubebuilder markers in apis/v1alpha1), with the path the API server
+// reports; test/crd checks that Validate rejects whatever the API server
+// rejects.
 //
 //	phases-empty          spec.phases: Required value
 //	phases-too-many       spec.phases: Too many (more than 32)
@@ -20,42 +24,60 @@ import (
 //	name-syntax           spec.phases[i].name: Invalid value (not a DNS-1123 label starting with a letter)
 //	name-too-long         spec.phases[i].name: Invalid value (more than 32 characters)
 //	name-duplicate        spec.phases[i].name: Duplicate value
-//	gang-min              spec.phases[i].gang.min: Invalid value (< 1)
-//	gang-desired          spec.phases[i].gang.desired: Invalid value (< min)
+//	gang-min              spec.phases[i].gang.min: Invalid value (< 1 or > 10000)
+//	gang-desired          spec.phases[i].gang.desired: Invalid value (< 1, > 10000 or < min)
 //	template-containers   spec.phases[i].template.spec.containers: Required value
-//	max-retries           spec.phases[i].maxRetries: Invalid value (< 0)
+//	template-schema       spec.phases[i].template.spec...: what the CRD's pod template schema rejects (template.go)
+//	template-pod          spec.phases[i].template.spec...: what pod creation would reject (template.go)
+//	max-retries           spec.phases[i].maxRetries: Invalid value (< 0 or > 100)
 //	timeout               spec.phases[i].timeout / startTimeout: Invalid value (<= 0)
+//	ref-syntax            spec.phases[i].dependsOn[j], spec.iterate.phases[j]: Invalid value (not a phase name)
+//	depends-too-many      spec.phases[i].dependsOn: Too many (more than 32)
 //	depends-unknown       spec.phases[i].dependsOn[j]: Invalid value: unknown phase
 //	depends-self          spec.phases[i].dependsOn[j]: Invalid value: depends on itself
 //	depends-duplicate     spec.phases[i].dependsOn[j]: Duplicate value
 //	depends-cycle         spec.phases[i].dependsOn[j]: Invalid value: dependency cycle a → b → a
+//	outputs-too-many      spec.phases[i].outputs: Too many (more than 32)
 //	output-identifier     spec.phases[i].outputs[j]: Invalid value (not an identifier)
 //	output-duplicate      spec.phases[i].outputs[j]: Duplicate value
 //	output-too-long       spec.phases[i].outputs[j]: Invalid value (more than 63 characters)
+//	expr-too-long         spec.phases[i].when / successPolicy, spec.iterate.until: Too long (more than 1024 characters)
 //	when-expr             spec.phases[i].when: Invalid value (expr compile/type error)
 //	policy-expr           spec.phases[i].successPolicy: Invalid value (expr error, or AllWorkers/Chief miscased)
 //	priority-both         spec.priorityClassName: Forbidden (with spec.priority)
+//	priority-class-too-long spec.priorityClassName: Too long (more than 253 characters)
 //	iterate-empty         spec.iterate.phases: Required value
+//	iterate-too-many      spec.iterate.phases: Too many (more than 32)
 //	iterate-unknown       spec.iterate.phases[j]: Invalid value: unknown phase
 //	iterate-duplicate     spec.iterate.phases[j]: Duplicate value
-//	iterate-max           spec.iterate.maxIterations: Invalid value (< 1)
+//	iterate-max           spec.iterate.maxIterations: Invalid value (< 1 or > 1000)
 //	iterate-open          spec.iterate.phases: Invalid value (a phase outside the chain is between two chain phases)
 //	until-expr            spec.iterate.until: Invalid value (expr compile/type error)
 var ErrorClasses = []string{
 	"phases-empty", "phases-too-many",
 	"name-required", "name-syntax", "name-too-long", "name-duplicate",
-	"gang-min", "gang-desired", "template-containers", "max-retries", "timeout",
-	"depends-unknown", "depends-self", "depends-duplicate", "depends-cycle",
-	"output-identifier", "output-duplicate", "output-too-long",
-	"when-expr", "policy-expr", "priority-both",
-	"iterate-empty", "iterate-unknown", "iterate-duplicate", "iterate-max", "iterate-open", "until-expr",
+	"gang-min", "gang-desired", "template-containers", "template-schema", "template-pod", "max-retries", "timeout",
+	"ref-syntax", "depends-too-many", "depends-unknown", "depends-self", "depends-duplicate", "depends-cycle",
+	"outputs-too-many", "output-identifier", "output-duplicate", "output-too-long",
+	"expr-too-long", "when-expr", "policy-expr", "priority-both", "priority-class-too-long",
+	"iterate-empty", "iterate-too-many", "iterate-unknown", "iterate-duplicate", "iterate-max", "iterate-open", "until-expr",
 }
 
+// The CRD's bounds, from the kubebuilder markers in apis/v1alpha1.
 const (
 	maxPhases     = 32
 	maxNameLength = 32
 	// maxOutputLength matches the CRD's items:MaxLength for outputs.
 	maxOutputLength = 63
+	// maxRefs bounds dependsOn, outputs and iterate.phases (MaxItems).
+	maxRefs       = 32
+	maxGang       = 10000
+	maxRetries    = 100
+	maxIterations = 1000
+	// maxExprLength bounds when, successPolicy and until (MaxLength).
+	maxExprLength = 1024
+	// maxPriorityClassName is the CRD's MaxLength for priorityClassName.
+	maxPriorityClassName = 253
 )
 
 var (
@@ -112,19 +134,9 @@ func Compile(pt *v1alpha1.PhasedTraining) (*Pipeline, field.ErrorList) {
 			}
 		}
 
-		if ph.Gang.Min < 1 {
-			errs = append(errs, field.Invalid(p.Child("gang", "min"), ph.Gang.Min, "must be at least 1"))
-		}
-		if ph.Gang.Desired != nil && *ph.Gang.Desired < ph.Gang.Min {
-			errs = append(errs, field.Invalid(p.Child("gang", "desired"), *ph.Gang.Desired,
-				fmt.Sprintf("must be greater than or equal to gang.min (%d)", ph.Gang.Min)))
-		}
-		if len(ph.Template.Spec.Containers) == 0 {
-			errs = append(errs, field.Required(p.Child("template", "spec", "containers"), "must have at least one container"))
-		}
-		if ph.MaxRetries < 0 {
-			errs = append(errs, field.Invalid(p.Child("maxRetries"), ph.MaxRetries, "must be 0 or more"))
-		}
+		errs = append(errs, validateGang(p.Child("gang"), ph.Gang)...)
+		errs = append(errs, validateTemplate(p.Child("template"), &ph.Template)...)
+		errs = appendIf(errs, inRange(p.Child("maxRetries"), ph.MaxRetries, 0, maxRetries))
 		if ph.Timeout != nil && ph.Timeout.Duration <= 0 {
 			errs = append(errs, field.Invalid(p.Child("timeout"), ph.Timeout.Duration.String(), "must be greater than 0 when set"))
 		}
@@ -132,6 +144,7 @@ func Compile(pt *v1alpha1.PhasedTraining) (*Pipeline, field.ErrorList) {
 			errs = append(errs, field.Invalid(p.Child("startTimeout"), ph.StartTimeout.Duration.String(), "must be greater than 0 when set"))
 		}
 
+		errs = appendIf(errs, tooMany(p.Child("outputs"), len(ph.Outputs), maxRefs))
 		seen := map[string]bool{}
 		for j, k := range ph.Outputs {
 			kp := p.Child("outputs").Index(j)
@@ -154,11 +167,14 @@ func Compile(pt *v1alpha1.PhasedTraining) (*Pipeline, field.ErrorList) {
 	depIdx := make([][]int, n) // depIdx[i][k] is the dependsOn index of deps[i][k]
 	for i := range spec.Phases {
 		ph := &spec.Phases[i]
+		errs = appendIf(errs, tooMany(pp.Index(i).Child("dependsOn"), len(ph.DependsOn), maxRefs))
 		seen := map[string]bool{}
 		for j, d := range ph.DependsOn {
 			dp := pp.Index(i).Child("dependsOn").Index(j)
 			t, ok := index[d]
 			switch {
+			case !isName(d):
+				errs = append(errs, field.Invalid(dp, d, notAName(d, names)))
 			case d == ph.Name:
 				errs = append(errs, field.Invalid(dp, d, "a phase cannot depend on itself"))
 			case seen[d]:
@@ -199,11 +215,14 @@ func Compile(pt *v1alpha1.PhasedTraining) (*Pipeline, field.ErrorList) {
 		if len(it.Phases) == 0 {
 			errs = append(errs, field.Required(ip.Child("phases"), "must name at least one phase to repeat"))
 		}
+		errs = appendIf(errs, tooMany(ip.Child("phases"), len(it.Phases), maxRefs))
 		seen := map[string]bool{}
 		for j, name := range it.Phases {
 			jp := ip.Child("phases").Index(j)
 			i, ok := index[name]
 			switch {
+			case !isName(name):
+				errs = append(errs, field.Invalid(jp, name, notAName(name, names)))
 			case seen[name]:
 				errs = append(errs, field.Duplicate(jp, name))
 			case !ok:
@@ -218,9 +237,7 @@ func Compile(pt *v1alpha1.PhasedTraining) (*Pipeline, field.ErrorList) {
 				chain = append(chain, i)
 			}
 		}
-		if it.MaxIterations < 1 {
-			errs = append(errs, field.Invalid(ip.Child("maxIterations"), it.MaxIterations, "must be at least 1"))
-		}
+		errs = appendIf(errs, inRange(ip.Child("maxIterations"), it.MaxIterations, 1, maxIterations))
 		if ancestors != nil {
 			errs = append(errs, checkClosed(ip.Child("phases"), spec, it.Phases, inLoop, ancestors)...)
 		}
@@ -229,6 +246,7 @@ func Compile(pt *v1alpha1.PhasedTraining) (*Pipeline, field.ErrorList) {
 	if len(spec.PriorityClassName) > 0 && spec.Priority != nil {
 		errs = append(errs, field.Forbidden(root.Child("priorityClassName"), "may not be set together with spec.priority: set one of them"))
 	}
+	errs = appendIf(errs, tooLong(root.Child("priorityClassName"), spec.PriorityClassName, maxPriorityClassName))
 
 	// Expressions, against the types of this spec.
 	env := buildEnv(names, keys)
@@ -243,7 +261,9 @@ func Compile(pt *v1alpha1.PhasedTraining) (*Pipeline, field.ErrorList) {
 		if ph.StartTimeout != nil {
 			c.StartTimeout = ph.StartTimeout.Duration
 		}
-		if ph.When != "" {
+		if e := tooLong(p.Child("when"), ph.When, maxExprLength); e != nil {
+			errs = append(errs, e)
+		} else if ph.When != "" {
 			prog, err := env.compileExpr(ph.When, env.graph, "")
 			if err != nil {
 				errs = append(errs, field.Invalid(p.Child("when"), ph.When, err.Error()))
@@ -257,6 +277,10 @@ func Compile(pt *v1alpha1.PhasedTraining) (*Pipeline, field.ErrorList) {
 			c.policy = policyChief
 		default:
 			c.policy = policyExpr
+			if e := tooLong(p.Child("successPolicy"), ph.SuccessPolicy, maxExprLength); e != nil {
+				errs = append(errs, e)
+				break
+			}
 			if hint := miscased(ph.SuccessPolicy); hint != "" {
 				errs = append(errs, field.Invalid(p.Child("successPolicy"), ph.SuccessPolicy,
 					fmt.Sprintf("must be AllWorkers, Chief or a boolean expression (did you mean %s?)", hint)))
@@ -273,7 +297,9 @@ func Compile(pt *v1alpha1.PhasedTraining) (*Pipeline, field.ErrorList) {
 	var lp *loop
 	if it := spec.Iterate; it != nil {
 		lp = &loop{chain: chain, maxIterations: it.MaxIterations}
-		if it.Until != "" {
+		if e := tooLong(root.Child("iterate", "until"), it.Until, maxExprLength); e != nil {
+			errs = append(errs, e)
+		} else if it.Until != "" {
 			prog, err := env.compileExpr(it.Until, env.graph, "")
 			if err != nil {
 				errs = append(errs, field.Invalid(root.Child("iterate", "until"), it.Until, err.Error()))
@@ -299,6 +325,9 @@ func Compile(pt *v1alpha1.PhasedTraining) (*Pipeline, field.ErrorList) {
 	return pl, nil
 }
 
+// nameRule is what nameRE and maxNameLength allow, in words.
+const nameRule = "must be lowercase letters, digits and '-', start with a letter and end with a letter or digit (e.g. 'train', 'eval-2')"
+
 func validateName(p *field.Path, name string) field.ErrorList {
 	switch {
 	case name == "":
@@ -306,9 +335,83 @@ func validateName(p *field.Path, name string) field.ErrorList {
 	case len(name) > maxNameLength:
 		return field.ErrorList{field.Invalid(p, name, fmt.Sprintf("must be at most %d characters", maxNameLength))}
 	case !nameRE.MatchString(name):
-		return field.ErrorList{field.Invalid(p, name, "must be lowercase letters, digits and '-', start with a letter and end with a letter or digit (e.g. 'train', 'eval-2')")}
+		return field.ErrorList{field.Invalid(p, name, nameRule)}
 	}
 	return nil
+}
+
+// isName reports whether a reference (a dependsOn or iterate.phases entry)
+// could name a phase at all; the CRD checks the references' pattern and
+// length as it checks the names'.
+func isName(name string) bool { return len(name) <= maxNameLength && nameRE.MatchString(name) }
+
+// notAName says why a reference is not a phase name, suggesting a close one:
+// "Train" is most likely "train".
+func notAName(name string, names []string) string {
+	msg := "not a phase name: " + nameRule
+	if len(name) > maxNameLength {
+		msg = fmt.Sprintf("not a phase name: must be at most %d characters", maxNameLength)
+	}
+	if s := suggest(name, names); s != "" {
+		msg += fmt.Sprintf(" (did you mean %q?)", s)
+	}
+	return msg
+}
+
+func validateGang(p *field.Path, g v1alpha1.Gang) field.ErrorList {
+	errs := appendIf(nil, inRange(p.Child("min"), g.Min, 1, maxGang))
+	if g.Desired == nil {
+		return errs
+	}
+	d := *g.Desired
+	if d == g.Min {
+		// SetDefaults makes desired = min: one mistake, one error (min's).
+		return errs
+	}
+	if e := inRange(p.Child("desired"), d, 1, maxGang); e != nil {
+		return append(errs, e)
+	}
+	if d < g.Min {
+		errs = append(errs, field.Invalid(p.Child("desired"), d,
+			fmt.Sprintf("must be greater than or equal to gang.min (%d)", g.Min)))
+	}
+	return errs
+}
+
+// inRange checks an integer against the CRD's Minimum and Maximum.
+func inRange(p *field.Path, v, lo, hi int32) *field.Error {
+	switch {
+	case v < lo:
+		return field.Invalid(p, v, fmt.Sprintf("must be at least %d", lo))
+	case v > hi:
+		return field.Invalid(p, v, fmt.Sprintf("must be at most %d", hi))
+	}
+	return nil
+}
+
+// tooLong checks a string against the CRD's MaxLength, which the API server
+// counts in characters, not bytes.
+func tooLong(p *field.Path, s string, max int) *field.Error {
+	if utf8.RuneCountInString(s) > max {
+		return field.TooLongCharacters(p, s, max)
+	}
+	return nil
+}
+
+// tooMany checks a list against the CRD's MaxItems.
+func tooMany(p *field.Path, n, max int) *field.Error {
+	if n > max {
+		return field.TooMany(p, n, max)
+	}
+	return nil
+}
+
+// appendIf appends e unless it is nil, so that single checks read as one line.
+func appendIf(errs field.ErrorList, e *field.Error) field.ErrorList {
+	if e == nil {
+		return errs
+	}
+	return append(errs, e)
 }
 
 func miscased(policy string) string {
@@ -323,6 +426,15 @@ func miscased(policy string) string {
 // unknownPhase says a name is unknown, suggesting a close one: most unknown
 // names are typos.
 func unknownPhase(name string, names []string) string {
+	if s := suggest(name, names); s != "" {
+		return fmt.Sprintf("unknown phase (did you mean %q?)", s)
+	}
+	return "unknown phase"
+}
+
+// suggest returns the phase name closest to name, if it is close enough to
+// be a typo.
+func suggest(name string, names []string) string {
 	best, bestD := "", 3
 	for _, n := range names {
 		if n == "" {
@@ -332,10 +444,7 @@ func unknownPhase(name string, names []string) string {
 			best, bestD = n, d
 		}
 	}
-	if best != "" {
-		return fmt.Sprintf("unknown phase (did you mean %q?)", best)
-	}
-	return "unknown phase"
+	return best
 }
 
 func editDistance(a, b string) int {

@@ -16,10 +16,13 @@ import (
 // Decode parses a multi-document YAML (or JSON) stream of PhasedTrainings,
 // as a user would hand it to kubectl apply. It is strict where the API server
 // would be strict or where a silent mistake would cost GPU hours: an unknown
-// or duplicated field is an error naming the field's path, and a document of
-// another apiVersion or kind is an error naming the document's index
-// (1-based, counting the "---"-separated documents of the stream). Documents
-// that hold only comments or whitespace are skipped.
+// or duplicated field, a value that does not decode (`startTimeout: 5min`,
+// a quantity `abc`, a string for a number) and a required field left out
+// (a container without a name) are errors naming the field's path
+// (spec.phases[0].startTimeout), and a document of another apiVersion or kind
+// is an error naming the document's index (1-based, counting the
+// "---"-separated documents of the stream). Documents that hold only comments
+// or whitespace are skipped.
 //
 // Decode does not apply defaults (see SetDefaults) and does not check the
 // spec's semantics (see package phases): it reports what was written.
@@ -67,6 +70,12 @@ func decodeOne(doc []byte) (pt PhasedTraining, ok bool, err error) {
 	if len(js) == 0 || bytes.Equal(js, []byte("null")) {
 		return pt, false, nil
 	}
+	// The untyped document, for what the typed decoder cannot say
+	// (docProblems).
+	var obj map[string]any
+	if err := kjson.UnmarshalCaseSensitivePreserveInts(js, &obj); err != nil {
+		return pt, false, fmt.Errorf("not an object: %w", err)
+	}
 	// Check the type first, so a Deployment in the stream is reported as
 	// the wrong kind rather than as a pile of unknown fields.
 	var tm metav1.TypeMeta
@@ -80,12 +89,20 @@ func decodeOne(doc []byte) (pt PhasedTraining, ok bool, err error) {
 	// sigs.k8s.io/json matches field names case-sensitively, as the API
 	// server does, and reports unknown fields with their full path
 	// (e.g. `unknown field "spec.phases[0].gang.minn"`).
-	strict, err := kjson.UnmarshalStrict(js, &pt, kjson.DisallowDuplicateFields, kjson.DisallowUnknownFields)
+	errs, err := kjson.UnmarshalStrict(js, &pt, kjson.DisallowDuplicateFields, kjson.DisallowUnknownFields)
+	invalid, unknown, missing := docProblems(obj)
 	if err != nil {
-		return pt, false, err
+		// The decoder's error names no path for a value that decodes
+		// itself (`time: unknown unit "min" in duration "5min"`), and it
+		// stops there, before the strict checks; the walk finds them all.
+		if len(invalid) == 0 {
+			invalid = []error{err}
+		}
+		errs = unknown
 	}
-	if len(strict) > 0 {
-		return pt, false, errors.Join(strict...)
+	errs = append(append(errs, invalid...), missing...)
+	if len(errs) > 0 {
+		return pt, false, errors.Join(errs...)
 	}
 	return pt, true, nil
 }

@@ -48,14 +48,24 @@ type PhasedTrainingList struct {
 // PhasedTrainingSpec is the desired pipeline.
 //
 // The rules that need the whole phase list live here, on spec; fieldPath
-// points the error at the list the mistake is in. CEL cannot check that the
-// dependsOn graph is acyclic (it has no recursion), nor parse expressions:
-// package phases does, and the controller reports those as the Invalid
-// condition.
+// points the error at the list the mistake is in (a rule cannot name the
+// index), and messageExpression names the offending phase and entry. The
+// messageExpressions are written for CEL's cost estimator, which test/crd
+// runs: strings taken out of filter() have no known size, so they are only
+// passed to format(), and the dependsOn one finds the first unknown entry
+// and then the phase that holds it (the first phase with an unknown entry),
+// one pass over phases × dependsOn × phases each (its empty strings are
+// written "" because gofmt rewrites two single quotes in a doc comment). If
+// a messageExpression cannot be evaluated, the API server falls back to
+// message.
+//
+// CEL cannot check that the dependsOn graph is acyclic (it has no
+// recursion), nor parse expressions: package phases does, and the
+// controller reports those as the Invalid condition.
 //
 // +kubebuilder:validation:XValidation:rule="!has(self.priority) || !has(self.priorityClassName)",message="set at most one of priority and priorityClassName",fieldPath=".priorityClassName",reason=FieldValueForbidden
-// +kubebuilder:validation:XValidation:rule="!has(self.iterate) || self.iterate.phases.all(n, self.phases.exists(p, p.name == n))",message="every iterate.phases entry must name a phase of spec.phases",fieldPath=".iterate.phases"
-// +kubebuilder:validation:XValidation:rule="self.phases.all(p, !has(p.dependsOn) || p.dependsOn.all(d, self.phases.exists(q, q.name == d)))",message="every dependsOn entry must name a phase of spec.phases",fieldPath=".phases"
+// +kubebuilder:validation:XValidation:rule="!has(self.iterate) || self.iterate.phases.all(n, self.phases.exists(p, p.name == n))",message="every iterate.phases entry must name a phase of spec.phases",messageExpression=`'unknown phase "%s": every iterate.phases entry must name a phase of spec.phases'.format([self.iterate.phases.filter(n, !self.phases.exists(p, p.name == n))[0]])`,fieldPath=".iterate.phases"
+// +kubebuilder:validation:XValidation:rule="self.phases.all(p, !has(p.dependsOn) || p.dependsOn.all(d, self.phases.exists(q, q.name == d)))",message="every dependsOn entry must name a phase of spec.phases",messageExpression=`[self.phases.map(p, has(p.dependsOn) ? p.dependsOn.map(d, self.phases.exists(q, q.name == d) ? "" : d) : [""]).filter(l, l.exists(m, m != ""))[0].filter(m, m != "")[0]].map(e, 'phase %s dependsOn unknown phase "%s": every dependsOn entry must name a phase of spec.phases'.format([self.phases.filter(p, has(p.dependsOn) && p.dependsOn.exists(d, d == e))[0].name, e]))[0]`,fieldPath=".phases"
 type PhasedTrainingSpec struct {
 	// phases are the steps of the pipeline. Each phase runs once (or once per
 	// iteration, if it is part of iterate.phases) after every phase it
@@ -150,17 +160,30 @@ type Phase struct {
 
 	// startTimeout bounds how long a reserved gang may take to have every
 	// worker Running; past it the reservation is released and the phase
-	// queued again (with backoff, keeping the pipeline's age).
+	// queued again (with backoff, keeping the pipeline's age). A duration
+	// such as 90s, 30m or 1h30m.
 	// +optional
-	// +kubebuilder:validation:XValidation:rule="duration(self) > duration('0s')",message="must be greater than 0 when set"
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:XValidation:rule=`self.matches('^[-+]?(0|(([0-9]+([.][0-9]*)?|[.][0-9]+)(ns|us|µs|μs|ms|s|m|h))+)$') && duration(self) > duration('0s')`,message="must be a duration greater than 0",messageExpression=`self.matches('^[-+]?(0|(([0-9]+([.][0-9]*)?|[.][0-9]+)(ns|us|µs|μs|ms|s|m|h))+)$') ? 'must be greater than 0 when set' : 'must be a duration such as 90s, 30m or 1h30m (numbers with units ns, us, ms, s, m or h)'`
 	StartTimeout *metav1.Duration `json:"startTimeout,omitempty"`
 
 	// timeout bounds how long the phase may run once its gang is Running;
-	// past it the attempt fails.
+	// past it the attempt fails. A duration such as 90s, 30m or 1h30m.
 	// +optional
-	// +kubebuilder:validation:XValidation:rule="duration(self) > duration('0s')",message="must be greater than 0 when set"
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:XValidation:rule=`self.matches('^[-+]?(0|(([0-9]+([.][0-9]*)?|[.][0-9]+)(ns|us|µs|μs|ms|s|m|h))+)$') && duration(self) > duration('0s')`,message="must be a duration greater than 0",messageExpression=`self.matches('^[-+]?(0|(([0-9]+([.][0-9]*)?|[.][0-9]+)(ns|us|µs|μs|ms|s|m|h))+)$') ? 'must be greater than 0 when set' : 'must be a duration such as 90s, 30m or 1h30m (numbers with units ns, us, ms, s, m or h)'`
 	Timeout *metav1.Duration `json:"timeout,omitempty"`
 }
+
+// MaxDurationLength is the MaxLength of the spec's durations (timeout,
+// startTimeout). Their CEL rule matches Go's duration syntax
+// (time.ParseDuration) before converting, so that a typo gets a readable
+// message rather than CEL's "type conversion error"; the MaxLength bounds
+// the match's cost. A Go client never exceeds it (the longest
+// time.Duration.String() is 25 characters); Decode checks it for files.
+const MaxDurationLength = 64
 
 // Gang sizes a phase's gang: it starts only when min workers can be placed
 // at once; an elastic gang (desired > min) grows toward desired as capacity

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"cmp"
 	"fmt"
-	"hash/fnv"
 	"html"
 	"image"
 	"image/color"
@@ -26,7 +25,22 @@ const (
 	ganttRight     = 24
 	ganttTop       = 50 // title and subtitle
 	ganttMaxLegend = 20 // pipelines listed in the legend
+	ganttMinIdleW  = 2  // pixels: an idle worker is never thinner
+	ganttHatch     = 3  // pixels: width of an idle worker's stripes
+	idleLegendID   = "idle-legend"
 )
+
+func idlePatternID(i int) string { return "idle-" + strconv.Itoa(i) }
+
+func compareBool(a, b bool) int {
+	switch {
+	case a == b:
+		return 0
+	case a:
+		return 1
+	}
+	return -1
+}
 
 // ganttBand is one node's horizontal band.
 type ganttBand struct {
@@ -53,7 +67,16 @@ type ganttLayout struct {
 	skipped int // workers without GPUs: not drawn
 	light   map[string]float64
 	phases  []string // legend order
-	pipes   []string // sorted
+	pipes   []string // arrival order
+	colors  map[string]pipeColor
+	idle    []string // pipelines with idle intervals, in pipes order
+}
+
+// pipeColor is a pipeline's hue (degrees) and shade: 0 saturated, 1 paler
+// and lighter. Phases vary the lightness on top.
+type pipeColor struct {
+	hue   float64
+	shade int
 }
 
 // WriteGantt renders r's worker intervals (recorded with Options.Record) as
@@ -143,7 +166,16 @@ func WriteGantt(w io.Writer, r *Result, nodes []string, gpusPerNode map[string]i
 	svg.s("</g>\n")
 	svg.f(`<text x="%d" y="%d" text-anchor="middle" fill="#555">virtual time since the run's start</text>`+"\n", ganttLeft+ganttPlotW/2, axisY+32)
 
-	// Workers, grouped by colour.
+	// Workers, grouped by colour; idle ones hatched.
+	if len(l.idle) > 0 {
+		svg.s("<defs>\n")
+		svg.hatch(idleLegendID, color.NRGBA{0x77, 0x77, 0x77, 0xff}, color.NRGBA{0xee, 0xee, 0xee, 0xff})
+		for i, p := range l.idle {
+			stripe, tint := l.idleColors(p)
+			svg.hatch(idlePatternID(i), stripe, tint)
+		}
+		svg.s("</defs>\n")
+	}
 	order := make([]int, len(l.items))
 	for i := range order {
 		order[i] = i
@@ -153,6 +185,7 @@ func WriteGantt(w io.Writer, r *Result, nodes []string, gpusPerNode map[string]i
 		return cmp.Or(
 			strings.Compare(x.iv.Pipeline, y.iv.Pipeline),
 			strings.Compare(x.iv.Phase, y.iv.Phase),
+			compareBool(x.iv.Idle, y.iv.Idle),
 			cmp.Compare(x.band, y.band),
 			cmp.Compare(x.iv.Start, y.iv.Start),
 			cmp.Compare(x.lanes[0], y.lanes[0]),
@@ -162,20 +195,30 @@ func WriteGantt(w io.Writer, r *Result, nodes []string, gpusPerNode map[string]i
 	if l.laneH >= 4 {
 		inset = 1 // a hairline between lanes
 	}
+	idleID := map[string]string{}
+	for i, p := range l.idle {
+		idleID[p] = idlePatternID(i)
+	}
 	svg.s(`<g class="workers">` + "\n")
 	var open string
 	for _, i := range order {
 		it := l.items[i]
-		c := ganttHex(l.colorOf(it.iv))
-		if c != open {
+		style := l.svgStyle(it.iv, idleID)
+		if style != open {
 			if open != "" {
 				svg.s("</g>\n")
 			}
-			svg.f(`<g fill="%s">`+"\n", c)
-			open = c
+			svg.f("<g %s>\n", style)
+			open = style
 		}
 		x0, x1 := l.x(it.iv.Start)+ganttLeft, l.x(it.iv.End)+ganttLeft
+		// A bar too short to see still shows; an idle one (a deadlocked
+		// pod may be placed at the very end of the run) is widened the
+		// most, into the right margin if it ends with the chart.
 		wd := max(x1-x0, 0.2)
+		if it.iv.Idle {
+			wd = max(wd, ganttMinIdleW)
+		}
 		top := plotY + l.bands[it.band].y
 		runs := laneRuns(it.lanes)
 		if len(runs) == 1 {
@@ -230,6 +273,18 @@ func WritePNG(w io.Writer, r *Result, nodes []string, gpusPerNode map[string]int
 			}
 		}
 	}
+	// hatch paints diagonal stripes, ganttHatch pixels wide.
+	hatch := func(x0, y0, x1, y1 int, stripe, tint color.NRGBA) {
+		for y := max(y0, 0); y < min(y1, img.Rect.Max.Y); y++ {
+			for x := max(x0, 0); x < min(x1, ganttPlotW); x++ {
+				c := tint
+				if (x+y)/ganttHatch%2 == 0 {
+					c = stripe
+				}
+				img.SetNRGBA(x, y, c)
+			}
+		}
+	}
 	fill(0, 0, ganttPlotW, l.plotH, color.NRGBA{0x99, 0x99, 0x99, 0xff}) // separators
 	for i, bd := range l.bands {
 		c := color.NRGBA{0xf3, 0xf3, 0xf3, 0xff}
@@ -251,13 +306,23 @@ func WritePNG(w io.Writer, r *Result, nodes []string, gpusPerNode map[string]int
 		inset = 1
 	}
 	for _, it := range l.items {
-		c := l.colorOf(it.iv)
-		x0 := int(math.Floor(l.x(it.iv.Start)))
+		// The PNG has no margin: a bar at the chart's end takes its last
+		// column.
+		x0 := min(int(math.Floor(l.x(it.iv.Start))), ganttPlotW-1)
 		x1 := max(int(math.Round(l.x(it.iv.End))), x0+1)
+		if it.iv.Idle {
+			x1 = max(x1, min(x0+ganttMinIdleW, ganttPlotW))
+		}
 		top := l.bands[it.band].y
 		for _, run := range laneRuns(it.lanes) {
 			y0 := top + run[0]*l.laneH
-			fill(x0, y0, x1, y0+run[1]*l.laneH-inset, c)
+			y1 := y0 + run[1]*l.laneH - inset
+			if it.iv.Idle {
+				stripe, tint := l.idleColors(it.iv.Pipeline)
+				hatch(x0, y0, x1, y1, stripe, tint)
+			} else {
+				fill(x0, y0, x1, y1, l.color(it.iv.Pipeline, it.iv.Phase))
+			}
 		}
 	}
 	return png.Encode(w, img)
@@ -359,11 +424,163 @@ func layoutGantt(r *Result, nodes []string, gpusPerNode map[string]int) *ganttLa
 	slices.SortFunc(l.phases, func(a, b string) int {
 		return cmp.Or(cmp.Compare(l.light[a], l.light[b]), strings.Compare(a, b))
 	})
-	for p := range pipeSet {
-		l.pipes = append(l.pipes, p)
+	l.pipes = arrivalOrder(r, pipeSet)
+	l.colors = pipelineColors(l.pipes, l.neighbours())
+	idle := map[string]bool{}
+	for _, it := range l.items {
+		if it.iv.Idle {
+			idle[it.iv.Pipeline] = true
+		}
 	}
-	slices.Sort(l.pipes)
+	for _, p := range l.pipes {
+		if idle[p] {
+			l.idle = append(l.idle, p)
+		}
+	}
 	return l
+}
+
+// arrivalOrder sorts the drawn pipelines by arrival (r.Pipelines, in its
+// order for equal arrivals), then by first start and name for pipelines r
+// does not list, so that colours and the legend follow the workload.
+func arrivalOrder(r *Result, pipeSet map[string]bool) []string {
+	type key struct {
+		arrival, start time.Duration
+		index          int
+	}
+	keys := map[string]*key{}
+	for p := range pipeSet {
+		keys[p] = &key{arrival: math.MaxInt64, start: math.MaxInt64, index: len(r.Pipelines)}
+	}
+	for i, p := range r.Pipelines {
+		if k := keys[p.Name]; k != nil && k.index == len(r.Pipelines) {
+			k.arrival, k.index = p.Arrival, i
+		}
+	}
+	for i := range r.Intervals {
+		if k := keys[r.Intervals[i].Pipeline]; k != nil {
+			k.start = min(k.start, r.Intervals[i].Start)
+		}
+	}
+	out := make([]string, 0, len(keys))
+	for p := range keys {
+		out = append(out, p)
+	}
+	slices.SortFunc(out, func(a, b string) int {
+		x, y := keys[a], keys[b]
+		return cmp.Or(cmp.Compare(x.arrival, y.arrival), cmp.Compare(x.index, y.index),
+			cmp.Compare(x.start, y.start), strings.Compare(a, b))
+	})
+	return out
+}
+
+// neighbours links the pipelines that share a node band at about the same
+// time: one's worker overlaps the other's, or starts within ganttNear of
+// its end. Their bars touch on the chart, so their colours must differ.
+func (l *ganttLayout) neighbours() map[string][]string {
+	near := l.tmax / ganttNear
+	byBand := make([][]*Interval, len(l.bands))
+	for _, it := range l.items {
+		byBand[it.band] = append(byBand[it.band], it.iv)
+	}
+	seen := map[[2]string]bool{}
+	out := map[string][]string{}
+	link := func(a, b string) {
+		if a == b || seen[[2]string{a, b}] {
+			return
+		}
+		seen[[2]string{a, b}], seen[[2]string{b, a}] = true, true
+		out[a], out[b] = append(out[a], b), append(out[b], a)
+	}
+	for _, ivs := range byBand {
+		slices.SortFunc(ivs, func(a, b *Interval) int {
+			return cmp.Or(cmp.Compare(a.Start, b.Start), cmp.Compare(a.End, b.End), strings.Compare(a.Pipeline, b.Pipeline))
+		})
+		var active []*Interval // may still touch what starts next
+		for _, iv := range ivs {
+			kept := active[:0]
+			for _, a := range active {
+				if a.End+near >= iv.Start {
+					kept = append(kept, a)
+					link(a.Pipeline, iv.Pipeline)
+				}
+			}
+			active = append(kept, iv)
+		}
+	}
+	return out
+}
+
+// pipelineColors colours pipelines in arrival order. The preferred colour
+// steps the hue by the golden angle and alternates the shade, so that
+// pipelines close in arrival order differ (a hash of the name gives
+// neighbours similar hues as often as not). A pipeline whose preferred
+// colour is too close to a neighbour's already coloured (the one before it
+// in arrival order, and those it shares a node band with) takes the
+// nearest candidate that is far enough from all of them, or, if none is,
+// the one farthest from the closest.
+func pipelineColors(order []string, neighbours map[string][]string) map[string]pipeColor {
+	const golden = 137.50776405003785 // degrees: 360 × (1 − 1/φ)
+	colors := make(map[string]pipeColor, len(order))
+	for i, p := range order {
+		pref := pipeColor{hue: math.Mod(float64(i)*golden, 360), shade: i % 2}
+		near := neighbours[p]
+		if i > 0 {
+			near = append(slices.Clip(near), order[i-1])
+		}
+		best, bestScore := pref, -1.0
+		for _, c := range colorCandidates(pref) {
+			score := ganttColorGoal
+			for _, n := range near {
+				if nc, ok := colors[n]; ok {
+					score = min(score, colorDistance(c, nc))
+				}
+			}
+			if score > bestScore {
+				best, bestScore = c, score
+			}
+			if score >= ganttColorGoal {
+				break
+			}
+		}
+		colors[p] = best
+	}
+	return colors
+}
+
+// ganttColorGoal is the colorDistance at which two colours read as clearly
+// different: 90° of hue, or 30° and the other shade.
+const ganttColorGoal = 90.0
+
+// ganttNear is the fraction of the time axis (1/ganttNear of it) within
+// which bars one after the other in a band count as touching.
+const ganttNear = 100
+
+// colorCandidates lists pref first, then hues 15°, 30°, … away on either
+// side, each in pref's shade and then the other.
+func colorCandidates(pref pipeColor) []pipeColor {
+	out := make([]pipeColor, 0, 48)
+	for k := 0; k <= 12; k++ {
+		for _, sign := range []float64{1, -1} {
+			if sign < 0 && (k == 0 || k == 12) {
+				continue
+			}
+			h := math.Mod(pref.hue+sign*15*float64(k)+360, 360)
+			out = append(out, pipeColor{h, pref.shade}, pipeColor{h, 1 - pref.shade})
+		}
+	}
+	return out
+}
+
+// colorDistance is how different two pipeline colours look: the hue
+// difference in degrees (at most 180), plus 60 if the shades differ.
+func colorDistance(a, b pipeColor) float64 {
+	d := math.Abs(a.hue - b.hue)
+	d = min(d, 360-d)
+	if a.shade != b.shade {
+		d += 60
+	}
+	return d
 }
 
 // assignLanes gives each interval of one node ganttGPUs(GPUs) lanes, greedily
@@ -467,6 +684,17 @@ func (l *ganttLayout) x(t time.Duration) float64 {
 	return float64(t) / float64(l.tmax) * ganttPlotW
 }
 
+// svgStyle is the attributes of the group that draws iv: its colour, or
+// for an idle worker its pipeline's hatching with an outline in the
+// stripes' colour.
+func (l *ganttLayout) svgStyle(iv *Interval, idleID map[string]string) string {
+	if iv.Idle {
+		stripe, _ := l.idleColors(iv.Pipeline)
+		return fmt.Sprintf(`class="idle" fill="url(#%s)" stroke="%s" stroke-width="0.75"`, idleID[iv.Pipeline], ganttHex(stripe))
+	}
+	return fmt.Sprintf(`fill="%s"`, ganttHex(l.color(iv.Pipeline, iv.Phase)))
+}
+
 func (l *ganttLayout) bandPitch() int {
 	p := ganttMaxLaneH + 2
 	for _, bd := range l.bands {
@@ -475,30 +703,36 @@ func (l *ganttLayout) bandPitch() int {
 	return max(p, 1)
 }
 
-// colorOf is an interval's colour: its pipeline's hue and phase's
-// lightness, washed out for a worker that only held its GPU (per-pod's
-// partial gangs).
-func (l *ganttLayout) colorOf(iv *Interval) color.NRGBA {
-	if iv.Idle {
-		return hsl(pipelineHue(iv.Pipeline), 0.15, 0.82)
-	}
-	return l.color(iv.Pipeline, iv.Phase)
-}
+// Shades: saturation and lightness offset.
+var (
+	shadeSat   = [2]float64{0.70, 0.45}
+	shadeLight = [2]float64{0, 0.10}
+)
 
+// color is a running worker's colour: its pipeline's hue and shade, and
+// its phase's lightness.
 func (l *ganttLayout) color(pipeline, phase string) color.NRGBA {
 	lt, ok := l.light[phase]
 	if !ok {
 		lt = 0.5
 	}
-	return hsl(pipelineHue(pipeline), 0.65, lt)
+	c := l.colors[pipeline]
+	return hsl(c.hue, shadeSat[c.shade], min(lt+shadeLight[c.shade], 0.9))
 }
 
-// pipelineHue is a stable hue (degrees) for a pipeline name.
-func pipelineHue(name string) float64 {
-	h := fnv.New32a()
-	h.Write([]byte(name))
-	// Golden-ratio scrambling spreads similar names' hashes around the wheel.
-	return math.Mod(float64(h.Sum32())*0.6180339887498949, 1) * 360
+// idleColors are the two colours of an idle worker's hatching (a worker
+// that holds its GPU without running: per-pod's partial gangs): stripes in
+// the pipeline's hue on a pale tint of it, so it reads as "held by that
+// pipeline, doing nothing", unlike any running phase.
+func (l *ganttLayout) idleColors(pipeline string) (stripe, tint color.NRGBA) {
+	c := l.colors[pipeline]
+	return hsl(c.hue, 0.60, 0.45), hsl(c.hue, 0.35, 0.93)
+}
+
+// legendColor is a pipeline's swatch: its colour at a medium lightness.
+func (l *ganttLayout) legendColor(pipeline string) color.NRGBA {
+	c := l.colors[pipeline]
+	return hsl(c.hue, shadeSat[c.shade], 0.45+shadeLight[c.shade])
 }
 
 type legendEntry struct{ fill, text string }
@@ -532,6 +766,9 @@ func (l *ganttLayout) legendRows() []legendRow {
 	for _, ph := range l.phases {
 		es = append(es, legendEntry{ganttHex(hsl(0, 0, l.light[ph])), ganttShort(ph, 24)})
 	}
+	if len(l.idle) > 0 {
+		es = append(es, legendEntry{"url(#" + idleLegendID + ")", "held, idle"})
+	}
 	for _, bd := range l.bands {
 		if bd.lanes > bd.cap {
 			es = append(es, legendEntry{"#f7c9c9", "over capacity"})
@@ -545,7 +782,7 @@ func (l *ganttLayout) legendRows() []legendRow {
 			es = append(es, legendEntry{"", fmt.Sprintf("… and %d more", len(l.pipes)-i)})
 			break
 		}
-		es = append(es, legendEntry{ganttHex(hsl(pipelineHue(p), 0.65, 0.45)), ganttShort(p, 24)})
+		es = append(es, legendEntry{ganttHex(l.legendColor(p)), ganttShort(p, 24)})
 	}
 	add("pipeline", es)
 	return rows
@@ -671,6 +908,13 @@ func (s *svgWriter) f(format string, args ...any) {
 	if s.err == nil {
 		_, s.err = fmt.Fprintf(s.w, format, args...)
 	}
+}
+
+// hatch defines a pattern of diagonal stripes on a tint.
+func (s *svgWriter) hatch(id string, stripe, tint color.NRGBA) {
+	s.f(`<pattern id="%s" width="%d" height="%d" patternUnits="userSpaceOnUse" patternTransform="rotate(45)">`+
+		`<rect width="%d" height="%d" fill="%s"/><rect width="%d" height="%d" fill="%s"/></pattern>`+"\n",
+		id, 2*ganttHatch, 2*ganttHatch, 2*ganttHatch, 2*ganttHatch, ganttHex(tint), ganttHatch, 2*ganttHatch, ganttHex(stripe))
 }
 
 func (s *svgWriter) s(str string) {

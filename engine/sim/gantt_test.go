@@ -4,9 +4,12 @@ import (
 	"bytes"
 	"encoding/xml"
 	"fmt"
+	"image/color"
 	"image/png"
 	"io"
+	"math"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -359,4 +362,203 @@ func TestGanttTicks(t *testing.T) {
 			t.Errorf("ticks(%v) = %s, want %s", c.tmax, got, c.want)
 		}
 	}
+}
+
+// workerStyles returns, per worker shape of WriteGantt's output (in
+// workerShapes' order), the fill of its group, and the ids of the patterns
+// the chart defines.
+func workerStyles(t *testing.T, svg []byte) (fills []string, patterns map[string]bool) {
+	t.Helper()
+	dec := xml.NewDecoder(bytes.NewReader(svg))
+	patterns = map[string]bool{}
+	var groups []string // fill of each open group, "" if none
+	inWorkers := -1
+	for {
+		tok, err := dec.Token()
+		if err == io.EOF {
+			return fills, patterns
+		}
+		if err != nil {
+			t.Fatalf("invalid XML: %v", err)
+		}
+		switch e := tok.(type) {
+		case xml.StartElement:
+			attr := map[string]string{}
+			for _, a := range e.Attr {
+				attr[a.Name.Local] = a.Value
+			}
+			switch {
+			case e.Name.Local == "pattern":
+				patterns[attr["id"]] = true
+			case e.Name.Local == "g":
+				if attr["class"] == "workers" {
+					inWorkers = len(groups)
+				}
+				groups = append(groups, attr["fill"])
+			case inWorkers >= 0 && (e.Name.Local == "rect" || e.Name.Local == "path"):
+				fills = append(fills, groups[len(groups)-1])
+			}
+		case xml.EndElement:
+			if e.Name.Local == "g" {
+				groups = groups[:len(groups)-1]
+				if len(groups) == inWorkers {
+					inWorkers = -1
+				}
+			}
+		}
+	}
+}
+
+// Idle workers (a pod holding its GPU while the rest of its gang is not
+// placed, or until the end of the run when it is deadlocked) are hatched in
+// their pipeline's colour, have a legend entry, and show even when they end
+// with the chart or last no time at all.
+func TestGanttIdle(t *testing.T) {
+	m := time.Minute
+	r := &Result{Scenario: "idle", Policy: PolicyPerPod, Intervals: []Interval{
+		{Node: "n0", Pipeline: "a", Phase: "train", GPUs: 1, Start: 0, End: 30 * m},
+		{Node: "n0", Pipeline: "b", Phase: "train", Worker: 1, GPUs: 1, Start: m, End: 10 * m, Idle: true}, // waited, then ran
+		{Node: "n0", Pipeline: "b", Phase: "train", Worker: 1, GPUs: 1, Start: 10 * m, End: 30 * m},
+		{Node: "n1", Pipeline: "c", Phase: "train", GPUs: 1, Start: 5 * m, End: 30 * m, Idle: true},             // deadlocked until the end
+		{Node: "n1", Pipeline: "c", Phase: "train", Worker: 1, GPUs: 1, Start: 30 * m, End: 30 * m, Idle: true}, // placed at the very end
+	}}
+	nodes, gpus := []string{"n0", "n1"}, map[string]int{"n0": 2, "n1": 2}
+	var buf bytes.Buffer
+	if err := WriteGantt(&buf, r, nodes, gpus); err != nil {
+		t.Fatal(err)
+	}
+	shapes, titles := workerShapes(t, buf.Bytes())
+	fills, patterns := workerStyles(t, buf.Bytes())
+	if len(shapes) != len(r.Intervals) || len(fills) != len(shapes) {
+		t.Fatalf("%d shapes, %d fills, want %d", len(shapes), len(fills), len(r.Intervals))
+	}
+	plotEnd := float64(ganttLeft + ganttPlotW)
+	idle := 0
+	for i, fill := range fills {
+		b := shapes[i][0]
+		isIdle := strings.Contains(titles[i], "(idle")
+		if !isIdle {
+			if !strings.HasPrefix(fill, "#") {
+				t.Errorf("%s: running worker filled with %q, want a colour", titles[i], fill)
+			}
+			continue
+		}
+		idle++
+		id, ok := strings.CutPrefix(fill, "url(#")
+		if !ok || !patterns[strings.TrimSuffix(id, ")")] {
+			t.Errorf("%s: idle worker filled with %q, want a hatching defined in the chart", titles[i], fill)
+		}
+		if b.x1-b.x0 < ganttMinIdleW {
+			t.Errorf("%s: %.1fpx wide, want at least %dpx", titles[i], b.x1-b.x0, ganttMinIdleW)
+		}
+		if b.x0 > plotEnd || b.x1 > plotEnd+ganttRight {
+			t.Errorf("%s: drawn at x %.1f–%.1f, past the chart (%.0f) and its margin", titles[i], b.x0, b.x1, plotEnd)
+		}
+	}
+	if idle != 3 {
+		t.Errorf("%d idle workers drawn, want 3", idle)
+	}
+	if !strings.Contains(buf.String(), ">held, idle</text>") {
+		t.Error(`legend lacks "held, idle"`)
+	}
+
+	// The PNG hatches them too, the one at the chart's end in its last column.
+	buf.Reset()
+	if err := WritePNG(&buf, r, nodes, gpus); err != nil {
+		t.Fatal(err)
+	}
+	img, err := png.Decode(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := layoutGantt(r, nodes, gpus)
+	for _, it := range l.items {
+		if !it.iv.Idle {
+			continue
+		}
+		stripe, tint := l.idleColors(it.iv.Pipeline)
+		y := l.bands[it.band].y + it.lanes[0]*l.laneH + l.laneH/2
+		x0 := min(int(l.x(it.iv.Start)), ganttPlotW-1)
+		x1 := max(int(l.x(it.iv.End)), x0+1)
+		seen := map[color.NRGBA]bool{}
+		for x := x0; x < min(x1, ganttPlotW); x++ {
+			seen[color.NRGBAModel.Convert(img.At(x, y)).(color.NRGBA)] = true
+		}
+		if !seen[stripe] && !seen[tint] {
+			t.Errorf("%s: PNG row %d, x %d–%d, has %v: not its hatching", ganttTooltip(it.iv), y, x0, x1, seen)
+		}
+		if x1-x0 > 2*ganttHatch && (!seen[stripe] || !seen[tint]) {
+			t.Errorf("%s: PNG row %d is not hatched: %v", ganttTooltip(it.iv), y, seen)
+		}
+	}
+}
+
+// Pipelines next to each other in arrival order, and pipelines whose bars
+// touch in a node's band, get clearly different colours (a hash of the
+// name gave neighbours nearly the same hue as often as not).
+func TestGanttColorsTellNeighboursApart(t *testing.T) {
+	// One pipeline a minute, 4 GPUs for 10 minutes, alternating between two
+	// 8-GPU nodes: each shares its node with the next two of that node.
+	m := time.Minute
+	stream := &Result{}
+	for i := range 40 {
+		name := fmt.Sprintf("job-%d", i)
+		stream.Pipelines = append(stream.Pipelines, PipelineResult{Name: name, Arrival: time.Duration(i) * m})
+		start := time.Duration(i/2) * 5 * m
+		for w := range 4 {
+			stream.Intervals = append(stream.Intervals, Interval{Node: fmt.Sprintf("n%d", i%2), Pipeline: name, Phase: "train",
+				Worker: int32(w), GPUs: 1, Start: start, End: start + 10*m})
+		}
+	}
+	seed := loadScenario(t, "../../examples/simulate/seed-deadlock.yaml")
+	cases := map[string]*Result{"stream": stream}
+	for _, p := range Policies {
+		cases["seed/"+string(p)] = run(t, seed, p)
+	}
+	for name, r := range cases {
+		t.Run(name, func(t *testing.T) {
+			nodes, gpus := []string{}, map[string]int{}
+			for _, iv := range r.Intervals {
+				if _, ok := gpus[iv.Node]; !ok {
+					nodes, gpus[iv.Node] = append(nodes, iv.Node), 8
+				}
+			}
+			slices.Sort(nodes)
+			l := layoutGantt(r, nodes, gpus)
+			drawn := map[string]bool{}
+			for _, iv := range r.Intervals {
+				drawn[iv.Pipeline] = true
+			}
+			arrivals := slices.DeleteFunc(slices.Clone(r.Pipelines), func(p PipelineResult) bool { return !drawn[p.Name] })
+			slices.SortStableFunc(arrivals, func(a, b PipelineResult) int { return int(a.Arrival - b.Arrival) })
+			pairs := map[[2]string]string{}
+			for i := 1; i < len(arrivals); i++ {
+				pairs[[2]string{arrivals[i-1].Name, arrivals[i].Name}] = "adjacent in arrival order"
+			}
+			for _, a := range r.Intervals {
+				for _, b := range r.Intervals {
+					if a.Node == b.Node && a.Pipeline < b.Pipeline && a.Start <= b.End && b.Start <= a.End {
+						pairs[[2]string{a.Pipeline, b.Pipeline}] = "touching on " + a.Node
+					}
+				}
+			}
+			for pr, why := range pairs {
+				for _, phase := range []string{"train", "validate", "test"} {
+					a, b := l.color(pr[0], phase), l.color(pr[1], phase)
+					if d := rgbDistance(a, b); d < 70 {
+						t.Errorf("%s and %s (%s): %s colours %s and %s are %.0f apart, want >= 70",
+							pr[0], pr[1], why, phase, ganttHex(a), ganttHex(b), d)
+					}
+				}
+			}
+		})
+	}
+}
+
+// rgbDistance is the "redmean" approximation of perceived colour
+// difference: 0 for equal colours, about 765 for black and white.
+func rgbDistance(a, b color.NRGBA) float64 {
+	r := (float64(a.R) + float64(b.R)) / 2
+	dr, dg, db := float64(a.R)-float64(b.R), float64(a.G)-float64(b.G), float64(a.B)-float64(b.B)
+	return math.Sqrt((2+r/256)*dr*dr + 4*dg*dg + (2+(255-r)/256)*db*db)
 }

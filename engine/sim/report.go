@@ -1,16 +1,20 @@
 package sim
 
 import (
+	"bytes"
 	"encoding/csv"
+	"encoding/json"
 	"fmt"
 	"io"
 	"math"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
 
+	"github.com/phasegang/phasegang/apis/v1alpha1"
 	"github.com/phasegang/phasegang/phases"
 )
 
@@ -83,7 +87,11 @@ type Result struct {
 	GPUs      int64            `json:"gpus"`
 	Pipelines []PipelineResult `json:"-"`
 	Intervals []Interval       `json:"-"`
-	// Waits are the queueing delays of every gang.
+	// Statuses are the pipelines' final statuses, by "namespace/name"
+	// (when Options.Record).
+	Statuses map[string]*v1alpha1.PhasedTrainingStatus `json:"-"`
+	// Waits are the queueing delays of every gang (the table's queued
+	// columns are per pipeline: PipelineResult.Queueing).
 	Waits                  []time.Duration `json:"-"`
 	BusyGPUSeconds         float64         `json:"busyGPUSeconds"`
 	IdleReservedGPUSeconds float64         `json:"idleReservedGPUSeconds"`
@@ -103,16 +111,20 @@ type Metrics struct {
 	Deadlocked int `json:"deadlocked"`
 	Unfinished int `json:"unfinished"`
 	Infeasible int `json:"infeasible"`
-	// Makespan is first arrival to last finish; -1 if some pipeline never finished.
-	Makespan    float64 `json:"makespanSeconds"`
-	LowerBound  float64 `json:"lowerBoundSeconds"`
+	// Makespan is first arrival to last finish; +Inf (null in JSON) if
+	// some pipeline never finished.
+	Makespan   float64 `json:"makespanSeconds"`
+	LowerBound float64 `json:"lowerBoundSeconds"`
+	// Utilization is NaN (null in JSON) when the makespan is infinite.
 	Utilization float64 `json:"gpuUtilization"`
 	JCTAvg      float64 `json:"jctAvgSeconds"`
 	JCTP50      float64 `json:"jctP50Seconds"`
 	JCTP99      float64 `json:"jctP99Seconds"`
-	WaitAvg     float64 `json:"queueAvgSeconds"`
-	WaitP99     float64 `json:"queueP99Seconds"`
-	IdleGPUh    float64 `json:"reservedIdleGPUHours"`
+	// QueuedAvg and QueuedP99 are over the pipelines that ended, of each
+	// one's PipelineResult.Queueing: the same measure under every policy.
+	QueuedAvg float64 `json:"queuedAvgSeconds"`
+	QueuedP99 float64 `json:"queuedP99Seconds"`
+	IdleGPUh  float64 `json:"reservedIdleGPUHours"`
 	// DecisionsPerSec is worker placements per second of engine time (0
 	// when unmeasured).
 	DecisionsPerSec float64 `json:"decisionsPerSecond,omitempty"`
@@ -120,7 +132,7 @@ type Metrics struct {
 
 func (r *Result) computeMetrics(sc *Scenario) {
 	m := &r.Metrics
-	var jcts []float64
+	var jcts, queued []float64
 	first, last := time.Duration(math.MaxInt64), time.Duration(0)
 	for _, p := range r.Pipelines {
 		m.Pipelines++
@@ -137,8 +149,9 @@ func (r *Result) computeMetrics(sc *Scenario) {
 		default:
 			m.Unfinished++
 		}
-		if p.State == "Succeeded" || p.State == "Failed" {
+		if ended(p) {
 			jcts = append(jcts, p.JCT().Seconds())
+			queued = append(queued, p.Queueing.Seconds())
 			last = max(last, p.Finish)
 		}
 	}
@@ -146,25 +159,73 @@ func (r *Result) computeMetrics(sc *Scenario) {
 		return
 	}
 	if m.Deadlocked+m.Unfinished > 0 {
-		m.Makespan = -1 // never: some pipeline did not finish
+		m.Makespan = math.Inf(1) // never: some pipeline did not finish
 	} else {
-		m.Makespan = (last - first).Seconds()
+		// 0 if nothing ended (every pipeline infeasible), not negative.
+		m.Makespan = max(last-first, 0).Seconds()
 	}
 	m.LowerBound = LowerBound(sc).Seconds()
-	busyUntil := last
-	if busyUntil > first && r.GPUs > 0 {
-		m.Utilization = r.BusyGPUSeconds / (float64(r.GPUs) * (busyUntil - first).Seconds())
+	switch {
+	case math.IsInf(m.Makespan, 1):
+		// Phases of unfinished pipelines ran past the last finish (the
+		// ratio would pass 100%), and GPUs held by deadlocked ones stay
+		// idle forever: no utilization to speak of.
+		m.Utilization = math.NaN()
+	case last > first && r.GPUs > 0:
+		m.Utilization = r.BusyGPUSeconds / (float64(r.GPUs) * (last - first).Seconds())
 	}
 	m.JCTAvg, m.JCTP50, m.JCTP99 = mean(jcts), quantile(jcts, 0.5), quantile(jcts, 0.99)
-	waits := make([]float64, len(r.Waits))
-	for i, w := range r.Waits {
-		waits[i] = w.Seconds()
-	}
-	m.WaitAvg, m.WaitP99 = mean(waits), quantile(waits, 0.99)
+	// Per pipeline, not per gang: whole-job queues one gang per pipeline
+	// and the other policies one per phase, so per-gang waits would not
+	// compare.
+	m.QueuedAvg, m.QueuedP99 = mean(queued), quantile(queued, 0.99)
 	m.IdleGPUh = r.IdleReservedGPUSeconds / 3600
 	if r.EngineWall > 0 {
 		m.DecisionsPerSec = float64(r.Placements) / r.EngineWall.Seconds()
 	}
+}
+
+// ended reports whether a pipeline ran to its end (succeeded or failed):
+// only then are its JCT and its queueing complete.
+func ended(p PipelineResult) bool { return p.State == "Succeeded" || p.State == "Failed" }
+
+// MarshalJSON writes every non-finite figure (the makespan of a run in
+// which some pipeline never finished) as null: JSON has no ∞, and a
+// sentinel such as -1 would read as a number of seconds.
+func (m Metrics) MarshalJSON() ([]byte, error) { return marshalFinite(reflect.ValueOf(m)) }
+
+// marshalFinite encodes a struct as encoding/json does (field order, tag
+// names, omitempty), with non-finite floats as null.
+func marshalFinite(v reflect.Value) ([]byte, error) {
+	var b bytes.Buffer
+	b.WriteByte('{')
+	t := v.Type()
+	for i := range t.NumField() {
+		f, fv := t.Field(i), v.Field(i)
+		name, opts, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if !f.IsExported() || name == "-" || (strings.Contains(opts, "omitempty") && fv.IsZero()) {
+			continue
+		}
+		if name == "" {
+			name = f.Name
+		}
+		val := []byte("null")
+		if !fv.CanFloat() || !math.IsInf(fv.Float(), 0) && !math.IsNaN(fv.Float()) {
+			var err error
+			if val, err = json.Marshal(fv.Interface()); err != nil {
+				return nil, err
+			}
+		}
+		if b.Len() > 1 {
+			b.WriteByte(',')
+		}
+		key, _ := json.Marshal(name)
+		b.Write(key)
+		b.WriteByte(':')
+		b.Write(val)
+	}
+	b.WriteByte('}')
+	return b.Bytes(), nil
 }
 
 func mean(v []float64) float64 {
@@ -282,20 +343,28 @@ func criticalPath(w *Workload) (time.Duration, float64) {
 // WriteTable prints results side by side, one row per policy.
 func WriteTable(w io.Writer, results []*Result) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "policy\tfinished\tdeadlocked\tmakespan\tLB\tutil\tJCT avg\tJCT p50\tJCT p99\tqueue avg\tqueue p99\tidle GPU·h\tdecisions/s\t")
+	fmt.Fprintln(tw, "policy\tfinished\tdeadlocked\tmakespan\tLB\tutil\tJCT avg\tJCT p50\tJCT p99\tqueued avg\tqueued p99\tidle GPU·h\tdecisions/s\t")
 	for _, r := range results {
 		m := r.Metrics
 		dps := "-"
 		if m.DecisionsPerSec > 0 {
 			dps = strconv.FormatFloat(m.DecisionsPerSec, 'f', 0, 64)
 		}
-		fmt.Fprintf(tw, "%s\t%d/%d\t%d\t%s\t%s\t%.1f%%\t%s\t%s\t%s\t%s\t%s\t%.1f\t%s\t\n",
+		fmt.Fprintf(tw, "%s\t%d/%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%.1f\t%s\t\n",
 			r.Policy, m.Finished, m.Pipelines, m.Deadlocked,
-			human(m.Makespan), human(m.LowerBound), 100*m.Utilization,
-			human(m.JCTAvg), human(m.JCTP50), human(m.JCTP99), human(m.WaitAvg), human(m.WaitP99),
+			human(m.Makespan), human(m.LowerBound), percent(m.Utilization),
+			human(m.JCTAvg), human(m.JCTP50), human(m.JCTP99), human(m.QueuedAvg), human(m.QueuedP99),
 			m.IdleGPUh, dps)
 	}
 	return tw.Flush()
+}
+
+// percent renders a fraction as 93.7%, or "-" when it is undefined (NaN).
+func percent(f float64) string {
+	if math.IsNaN(f) {
+		return "-"
+	}
+	return strconv.FormatFloat(100*f, 'f', 1, 64) + "%"
 }
 
 // human renders seconds compactly: 45s, 12m30s, 3h05m, 2d04h, ∞.
@@ -316,17 +385,52 @@ func human(sec float64) string {
 	}
 }
 
-// WriteDeadlocks lists the pipelines that hold workers but can never finish.
-func WriteDeadlocks(w io.Writer, r *Result) {
-	if len(r.Deadlocked) == 0 {
-		return
-	}
-	fmt.Fprintf(w, "%s: %d pipelines deadlocked (hold workers, can never complete):\n", r.Policy, len(r.Deadlocked))
+// maxUnfinishedLines caps the pipelines WriteUnfinished names per policy;
+// a stuck trace would otherwise print thousands (--csv has them all).
+const maxUnfinishedLines = 50
+
+// unfinishedOrder is the order in which WriteUnfinished groups states: the
+// ones that say most about the policy first.
+var unfinishedOrder = []string{StateDeadlocked, StateUnfinished, StateInfeasible, "Failed"}
+
+// WriteUnfinished names, under the table, every pipeline of r that did not
+// finish (the table's "finished" counts only those that succeeded): its
+// state (Deadlocked, Unfinished, Infeasible or Failed) and why.
+func WriteUnfinished(w io.Writer, r *Result) error {
+	var left []PipelineResult
+	count := map[string]int{}
 	for _, p := range r.Pipelines {
-		if p.State == StateDeadlocked {
-			fmt.Fprintf(w, "  %s: %s\n", p.Name, p.Message)
+		if p.State != "Succeeded" {
+			left = append(left, p)
+			count[p.State]++
 		}
 	}
+	if len(left) == 0 {
+		return nil
+	}
+	rank := func(state string) int {
+		if i := slices.Index(unfinishedOrder, state); i >= 0 {
+			return i
+		}
+		return len(unfinishedOrder)
+	}
+	slices.SortStableFunc(left, func(a, b PipelineResult) int { return rank(a.State) - rank(b.State) })
+	var states []string
+	for _, p := range left {
+		if n := count[p.State]; n > 0 {
+			states = append(states, fmt.Sprintf("%d %s", n, strings.ToLower(p.State)))
+			count[p.State] = 0
+		}
+	}
+	fmt.Fprintf(w, "%s: %d of %d pipelines did not finish (%s):\n", r.Policy, len(left), len(r.Pipelines), strings.Join(states, ", "))
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	for _, p := range left[:min(len(left), maxUnfinishedLines)] {
+		fmt.Fprintf(tw, "  %s\t%s\t%s\n", p.Name, p.State, strings.TrimSpace(p.Message))
+	}
+	if n := len(left) - maxUnfinishedLines; n > 0 {
+		fmt.Fprintf(tw, "  … and %d more (--csv lists every pipeline)\n", n)
+	}
+	return tw.Flush()
 }
 
 // WriteCSV writes one row per pipeline.
@@ -335,7 +439,7 @@ func WriteCSV(w io.Writer, r *Result) error {
 	_ = cw.Write([]string{"policy", "pipeline", "state", "arrival_s", "finish_s", "jct_s", "queueing_s", "phases", "message"})
 	for _, p := range r.Pipelines {
 		finish, jct := "", ""
-		if p.State == "Succeeded" || p.State == "Failed" {
+		if ended(p) {
 			finish, jct = secs(p.Finish), secs(p.JCT())
 		}
 		_ = cw.Write([]string{string(r.Policy), p.Name, p.State, secs(p.Arrival), finish, jct, secs(p.Queueing), strconv.Itoa(p.Phases), strings.TrimSpace(p.Message)})

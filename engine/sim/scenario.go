@@ -115,6 +115,17 @@ func (sc *Scenario) validate() error {
 	for i := range sc.Workload {
 		w := &sc.Workload[i]
 		path := fmt.Sprintf("workload[%d]", i)
+		// A negative arrival or interval would put a pipeline before the
+		// start of the run, and a negative count would silently mean 1.
+		if w.Arrival.Duration < 0 {
+			errs = append(errs, fmt.Errorf("%s.arrival: must not be negative", path))
+		}
+		if w.Interval.Duration < 0 {
+			errs = append(errs, fmt.Errorf("%s.interval: must not be negative", path))
+		}
+		if w.Count < 0 {
+			errs = append(errs, fmt.Errorf("%s.count: must not be negative", path))
+		}
 		if w.Training.Name == "" {
 			errs = append(errs, fmt.Errorf("%s.training.metadata.name: required", path))
 		}

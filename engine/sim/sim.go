@@ -1,7 +1,6 @@
 package sim
 
 import (
-	"container/heap"
 	"fmt"
 	"slices"
 	"strings"
@@ -12,6 +11,7 @@ import (
 	"github.com/phasegang/phasegang/apis/v1alpha1"
 	"github.com/phasegang/phasegang/driver"
 	"github.com/phasegang/phasegang/engine"
+	"github.com/phasegang/phasegang/internal/eventqueue"
 	"github.com/phasegang/phasegang/phases"
 )
 
@@ -58,7 +58,8 @@ type Options struct {
 	// engine.DefaultConfig().
 	Engine *engine.Config
 	// Record keeps every worker's interval (for the Gantt chart and the
-	// capacity checks); off for large traces.
+	// capacity checks) and every pipeline's final status (for the parity
+	// test against the controller); off for large traces.
 	Record bool
 	// Clock measures the engine's wall time for the decisions/s figure;
 	// nil leaves it unmeasured (results stay deterministic).
@@ -84,31 +85,11 @@ const (
 )
 
 type event struct {
-	at   time.Duration
-	seq  int
 	kind eventKind
 	pipe *pipeRun
 	run  *phaseRun
 	ver  int
 	node string // evNodeLost
-}
-
-type eventHeap []event
-
-func (h eventHeap) Len() int { return len(h) }
-func (h eventHeap) Less(i, j int) bool {
-	if h[i].at != h[j].at {
-		return h[i].at < h[j].at
-	}
-	return h[i].seq < h[j].seq
-}
-func (h eventHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
-func (h *eventHeap) Push(x any)   { *h = append(*h, x.(event)) }
-func (h *eventHeap) Pop() any {
-	old := *h
-	e := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return e
 }
 
 // compiled is a Pipeline with its per-phase engine footprints.
@@ -174,9 +155,8 @@ type simulator struct {
 	opts    Options
 	sc      *Scenario
 	now     time.Duration
-	seq     int
 	st      *engine.State
-	events  eventHeap
+	events  eventqueue.Queue[event]
 	pipes   []*pipeRun
 	byName  map[string]*pipeRun
 	runs    map[engine.GangKey]*phaseRun
@@ -279,28 +259,24 @@ func (s *simulator) load() error {
 			}
 			s.byName[p.name] = p
 			s.pipes = append(s.pipes, p)
-			s.push(event{at: arrival, kind: evArrive, pipe: p})
+			s.push(arrival, event{kind: evArrive, pipe: p})
 			s.last = max(s.last, arrival)
 		}
 	}
 	for _, f := range s.sc.NodeFailures {
-		s.push(event{at: f.At.Duration, kind: evNodeLost, node: f.Node})
+		s.push(f.At.Duration, event{kind: evNodeLost, node: f.Node})
 	}
 	return nil
 }
 
-func (s *simulator) push(e event) {
-	s.seq++
-	e.seq = s.seq
-	heap.Push(&s.events, e)
-}
+func (s *simulator) push(at time.Duration, e event) { s.events.Push(at, e) }
 
 func (s *simulator) loop() {
 	step := 0
 	for s.events.Len() > 0 {
-		s.now = s.events[0].at
-		for s.events.Len() > 0 && s.events[0].at == s.now {
-			e := heap.Pop(&s.events).(event)
+		s.now = s.events.At()
+		for s.events.Len() > 0 && s.events.At() == s.now {
+			e := s.events.Pop()
 			switch e.kind {
 			case evArrive:
 				s.arrive(e.pipe)
@@ -738,7 +714,7 @@ func (s *simulator) start(p *pipeRun, in phases.Instance, nodes []string) {
 	p.obs[in] = driver.Workers{Observation: phases.Observation{Granted: n, Running: n}, Started: Epoch.Add(s.now)}
 	for _, f := range p.w.Failures {
 		if f.Phase == in.Name && f.Iteration == in.Iteration && f.Attempt == in.Attempt {
-			s.push(event{at: s.now + f.After.Duration, kind: evFail, run: r})
+			s.push(s.now+f.After.Duration, event{kind: evFail, run: r})
 		}
 	}
 	s.schedEnd(r)
@@ -759,7 +735,7 @@ func statusIndex(st *v1alpha1.PhasedTrainingStatus, in phases.Instance) int {
 func (s *simulator) schedEnd(r *phaseRun) {
 	r.ver++
 	left := time.Duration(r.work / float64(len(r.nodes)) * float64(time.Second))
-	s.push(event{at: s.now + max(left, 0), kind: evEnd, run: r, ver: r.ver})
+	s.push(s.now+max(left, 0), event{kind: evEnd, run: r, ver: r.ver})
 }
 
 // account books the work done since the last change.
@@ -931,6 +907,12 @@ func findCondition(st *v1alpha1.PhasedTrainingStatus, t v1alpha1.ConditionType) 
 func (s *simulator) finish() {
 	for _, p := range s.pipes {
 		s.res.Pipelines = append(s.res.Pipelines, p.result)
+		if s.opts.Record {
+			if s.res.Statuses == nil {
+				s.res.Statuses = map[string]*v1alpha1.PhasedTrainingStatus{}
+			}
+			s.res.Statuses[p.name] = p.pt.Status.DeepCopy()
+		}
 	}
 	s.res.computeMetrics(s.sc)
 }

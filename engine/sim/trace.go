@@ -191,7 +191,7 @@ func tracePipeline(g int, rigid bool) *v1alpha1.PhasedTraining {
 			SuccessPolicy: v1alpha1.SuccessPolicyAllWorkers,
 			Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{
 				Name: "worker", Image: "trainer",
-				Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{"nvidia.com/gpu": qty("1"), "cpu": qty("4")}},
+				Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{"nvidia.com/gpu": qty("1"), "cpu": qty("4")}, Limits: corev1.ResourceList{"nvidia.com/gpu": qty("1")}},
 			}}}},
 		}
 	}

@@ -63,7 +63,9 @@ func (b *PT) Phase(name string, min int32) *PT {
 func (b *PT) Desired(n int32) *PT { b.last().Gang.Desired = &n; return b }
 
 // GPUs makes the last phase's worker request and limit n nvidia.com/gpu.
-func (b *PT) GPUs(n int64) *PT { return b.Resource("nvidia.com/gpu", *resource.NewQuantity(n, resource.DecimalSI)) }
+func (b *PT) GPUs(n int64) *PT {
+	return b.Resource("nvidia.com/gpu", *resource.NewQuantity(n, resource.DecimalSI))
+}
 
 // Resource sets a request (and, for extended resources, the equal limit
 // the API server demands) on the last phase's worker container.
@@ -81,6 +83,17 @@ func (b *PT) Resource(name corev1.ResourceName, q resource.Quantity) *PT {
 	}
 	return b
 }
+
+// Resources replaces the requests and limits of the last phase's worker
+// container (nil: none), for specs whose resources are the point of the
+// test.
+func (b *PT) Resources(requests, limits corev1.ResourceList) *PT {
+	b.lastContainer().Resources = corev1.ResourceRequirements{Requests: requests, Limits: limits}
+	return b
+}
+
+// PodSpec edits the last phase's worker pod spec.
+func (b *PT) PodSpec(edit func(*corev1.PodSpec)) *PT { edit(&b.last().Template.Spec); return b }
 
 // NoRequests drops the last phase's container requests.
 func (b *PT) NoRequests() *PT { b.lastContainer().Resources = corev1.ResourceRequirements{}; return b }

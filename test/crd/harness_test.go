@@ -3,6 +3,8 @@ package crd_test
 import (
 	"context"
 	"encoding/json"
+	"math"
+	"math/bits"
 	"os"
 	"path/filepath"
 	"testing"
@@ -90,11 +92,14 @@ func newAPIServer(t testing.TB) *apiServer {
 }
 
 // create admits obj as a create request would (customResourceStrategy.Validate
-// after decoding): prune unknown fields, apply schema defaults, validate the
-// OpenAPI schema, embedded object metadata and list-map/set invariants, and
-// then, unless an earlier error blocks them, the CEL rules.
+// after decoding): prune unknown fields and the nulls of non-nullable fields
+// (what a Go client sends for a nil list without omitempty), apply schema
+// defaults, validate the OpenAPI schema, embedded object metadata and
+// list-map/set invariants, and then, unless an earlier error blocks them,
+// the CEL rules.
 func (s *apiServer) create(obj map[string]any) field.ErrorList {
 	pruning.Prune(obj, s.structural, true)
+	structuraldefaulting.PruneNonNullableNullsWithoutDefaults(obj, s.structural)
 	structuraldefaulting.Default(obj, s.structural)
 
 	var errs field.ErrorList
@@ -172,17 +177,28 @@ func TestCELCost(t *testing.T) {
 				t.Fatalf("%s: compile: %v", path, err)
 			}
 			for i, r := range results {
+				rule := node.XValidations[i]
 				if r.Error != nil {
-					t.Errorf("%s: rule %q: %v", path, node.XValidations[i].Rule, r.Error)
+					t.Errorf("%s: rule %q: %v", path, rule.Rule, r.Error)
 					continue
 				}
-				cost := (r.MaxCost + r.MessageExpressionMaxCost) * cardinality
-				total += cost
-				t.Logf("%-28s cost %8d x %5d = %10d  %s", path, r.MaxCost+r.MessageExpressionMaxCost, cardinality, cost, node.XValidations[i].Rule)
+				if r.MessageExpressionError != nil {
+					t.Errorf("%s: messageExpression %q: %v", path, rule.MessageExpression, r.MessageExpressionError)
+					continue
+				}
+				cost := satMul(satAdd(r.MaxCost, r.MessageExpressionMaxCost), cardinality)
+				total = satAdd(total, cost)
+				t.Logf("%-28s cost %8d + message %8d x %5d = %10d  %s", path, r.MaxCost, r.MessageExpressionMaxCost, cardinality, cost, rule.Rule)
 				// A tenth of the per-expression limit: cheap enough that
 				// a thousand objects a second do not load the API server.
-				if limit := uint64(crdvalidation.StaticEstimatedCostLimit / 10); r.MaxCost > limit {
-					t.Errorf("%s: rule %q: estimated cost %d > %d", path, node.XValidations[i].Rule, r.MaxCost, limit)
+				// The API server limits a messageExpression (evaluated
+				// only when the rule fails) the same way.
+				limit := uint64(crdvalidation.StaticEstimatedCostLimit / 10)
+				if r.MaxCost > limit {
+					t.Errorf("%s: rule %q: estimated cost %d > %d", path, rule.Rule, r.MaxCost, limit)
+				}
+				if r.MessageExpressionMaxCost > limit {
+					t.Errorf("%s: messageExpression %q: estimated cost %d > %d", path, rule.MessageExpression, r.MessageExpressionMaxCost, limit)
 				}
 			}
 		}
@@ -194,7 +210,7 @@ func TestCELCost(t *testing.T) {
 			if node.ValueValidation != nil && node.ValueValidation.MaxItems != nil {
 				n = uint64(*node.ValueValidation.MaxItems)
 			}
-			walk(path+"[]", node.Items, cardinality*n, false)
+			walk(path+"[]", node.Items, satMul(cardinality, n), false)
 		}
 		if node.AdditionalProperties != nil && node.AdditionalProperties.Structural != nil {
 			walk(path+"{}", node.AdditionalProperties.Structural, cardinality, false)
@@ -205,4 +221,20 @@ func TestCELCost(t *testing.T) {
 	if limit := uint64(crdvalidation.StaticEstimatedCRDCostLimit / 10); total > limit {
 		t.Errorf("total estimated CEL cost %d > %d", total, limit)
 	}
+}
+
+// satAdd and satMul saturate at the largest uint64: an unbounded estimate
+// (math.MaxUint64) must not wrap around into a small total.
+func satAdd(a, b uint64) uint64 {
+	if s, carry := bits.Add64(a, b, 0); carry == 0 {
+		return s
+	}
+	return math.MaxUint64
+}
+
+func satMul(a, b uint64) uint64 {
+	if hi, lo := bits.Mul64(a, b); hi == 0 {
+		return lo
+	}
+	return math.MaxUint64
 }

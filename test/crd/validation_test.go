@@ -1,9 +1,11 @@
 package crd_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -121,15 +123,39 @@ func TestValidObjectsAreAdmitted(t *testing.T) {
 	}
 }
 
+// local is what `phasegang validate` says about obj: the errors of
+// v1alpha1.Decode (one string each), or else those of phases.Validate as
+// "path: type". The controller reads objects the API server admitted, so
+// for it phases.Validate alone decides; a file may also hold what a typed
+// object cannot (a duration "5min", a missing field), which Decode reports.
+func local(t testing.TB, obj map[string]any) []string {
+	t.Helper()
+	data, err := json.Marshal(obj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pts, err := v1alpha1.Decode(data)
+	if err != nil {
+		return strings.Split(strings.TrimPrefix(err.Error(), "document 1: "), "\n")
+	}
+	if len(pts) != 1 {
+		t.Fatalf("decoded %d objects, want 1", len(pts))
+	}
+	return paths(phases.Validate(&pts[0]))
+}
+
 func TestInvalidObjects(t *testing.T) {
 	s := newAPIServer(t)
 	cases := map[string]struct {
 		mutate func(pt *v1alpha1.PhasedTraining)
+		// edit changes the object as JSON, for what a typed object cannot
+		// hold (the YAML a user writes).
+		edit func(obj map[string]any)
 		// wantCRD is what the API server says; nil for a rule CEL and
 		// OpenAPI cannot express (then only the controller rejects it).
 		wantCRD []string
-		// wantGo is what package phases says: the same problem, located
-		// at the offending entry.
+		// wantGo is what `phasegang validate` says (see local): the same
+		// problem, located at the offending entry.
 		wantGo []string
 	}{
 		"min greater than desired": {
@@ -170,8 +196,24 @@ func TestInvalidObjects(t *testing.T) {
 		},
 		"unknown dependsOn": {
 			mutate:  func(pt *v1alpha1.PhasedTraining) { pt.Spec.Phases[1].DependsOn = []string{"trian"} },
-			wantCRD: []string{"spec.phases: Invalid value: every dependsOn entry must name a phase of spec.phases"},
+			wantCRD: []string{`spec.phases: Invalid value: phase validate dependsOn unknown phase "trian": every dependsOn entry must name a phase of spec.phases`},
 			wantGo:  []string{"spec.phases[1].dependsOn[0]: Invalid value"},
+		},
+		"unknown dependsOn in two phases: the message names the first": {
+			mutate: func(pt *v1alpha1.PhasedTraining) {
+				pt.Spec.Phases[1].DependsOn = []string{"train", "trian"}
+				pt.Spec.Phases[2].DependsOn = []string{"zzz"}
+			},
+			wantCRD: []string{`spec.phases: Invalid value: phase validate dependsOn unknown phase "trian": every dependsOn entry must name a phase of spec.phases`},
+			wantGo:  []string{"spec.phases[1].dependsOn[1]: Invalid value", "spec.phases[2].dependsOn[0]: Invalid value"},
+		},
+		"dependsOn not a phase name": {
+			mutate: func(pt *v1alpha1.PhasedTraining) { pt.Spec.Phases[1].DependsOn = []string{"Train"} },
+			wantCRD: []string{
+				"spec.phases[1].dependsOn[0]: Invalid value: spec.phases[1].dependsOn[0] in body should match '^[a-z]([-a-z0-9]*[a-z0-9])?$'",
+				`spec.phases: Invalid value: phase validate dependsOn unknown phase "Train": every dependsOn entry must name a phase of spec.phases`,
+			},
+			wantGo: []string{"spec.phases[1].dependsOn[0]: Invalid value"},
 		},
 		"self dependency": {
 			mutate:  func(pt *v1alpha1.PhasedTraining) { pt.Spec.Phases[1].DependsOn = []string{"train", "validate"} },
@@ -193,7 +235,7 @@ func TestInvalidObjects(t *testing.T) {
 		},
 		"iterate names unknown phase": {
 			mutate:  func(pt *v1alpha1.PhasedTraining) { pt.Spec.Iterate.Phases = []string{"train", "valdate"} },
-			wantCRD: []string{"spec.iterate.phases: Invalid value: every iterate.phases entry must name a phase of spec.phases"},
+			wantCRD: []string{`spec.iterate.phases: Invalid value: unknown phase "valdate": every iterate.phases entry must name a phase of spec.phases`},
 			wantGo:  []string{"spec.iterate.phases[1]: Invalid value"},
 		},
 		"iterate maxIterations zero": {
@@ -215,6 +257,114 @@ func TestInvalidObjects(t *testing.T) {
 			},
 			wantCRD: []string{"spec.phases[1].outputs[1]: Invalid value: spec.phases[1].outputs[1] in body should match '^[A-Za-z_][A-Za-z0-9_]*$'"},
 			wantGo:  []string{"spec.phases[1].outputs[1]: Invalid value"},
+		},
+		"gang min above the maximum": {
+			mutate:  func(pt *v1alpha1.PhasedTraining) { pt.Spec.Phases[2].Gang.Min = 10001 },
+			wantCRD: []string{"spec.phases[2].gang.min: Invalid value: spec.phases[2].gang.min in body should be less than or equal to 10000"},
+			wantGo:  []string{"spec.phases[2].gang.min: Invalid value"},
+		},
+		"gang desired above the maximum": {
+			mutate:  func(pt *v1alpha1.PhasedTraining) { pt.Spec.Phases[0].Gang.Desired = ptr.To[int32](10001) },
+			wantCRD: []string{"spec.phases[0].gang.desired: Invalid value: spec.phases[0].gang.desired in body should be less than or equal to 10000"},
+			wantGo:  []string{"spec.phases[0].gang.desired: Invalid value"},
+		},
+		"maxRetries above the maximum": {
+			mutate:  func(pt *v1alpha1.PhasedTraining) { pt.Spec.Phases[0].MaxRetries = 101 },
+			wantCRD: []string{"spec.phases[0].maxRetries: Invalid value: spec.phases[0].maxRetries in body should be less than or equal to 100"},
+			wantGo:  []string{"spec.phases[0].maxRetries: Invalid value"},
+		},
+		"maxIterations above the maximum": {
+			mutate:  func(pt *v1alpha1.PhasedTraining) { pt.Spec.Iterate.MaxIterations = 1001 },
+			wantCRD: []string{"spec.iterate.maxIterations: Invalid value: spec.iterate.maxIterations in body should be less than or equal to 1000"},
+			wantGo:  []string{"spec.iterate.maxIterations: Invalid value"},
+		},
+		"when too long": {
+			mutate:  func(pt *v1alpha1.PhasedTraining) { pt.Spec.Phases[2].When = strings.Repeat("x", 1025) },
+			wantCRD: []string{"spec.phases[2].when: Too long: may not be more than 1024 bytes"},
+			wantGo:  []string{"spec.phases[2].when: Too long"},
+		},
+		"priorityClassName too long": {
+			mutate:  func(pt *v1alpha1.PhasedTraining) { pt.Spec.PriorityClassName = strings.Repeat("x", 254) },
+			wantCRD: []string{"spec.priorityClassName: Too long: may not be more than 253 bytes"},
+			wantGo:  []string{"spec.priorityClassName: Too long"},
+		},
+		"startTimeout not a duration": {
+			edit:    func(obj map[string]any) { phase(obj, 2)["startTimeout"] = "abc" },
+			wantCRD: []string{"spec.phases[2].startTimeout: Invalid value: must be a duration such as 90s, 30m or 1h30m (numbers with units ns, us, ms, s, m or h)"},
+			wantGo:  []string{`spec.phases[2].startTimeout: invalid duration "abc": time: invalid duration "abc"`},
+		},
+		"timeout with an unknown unit": {
+			edit:    func(obj map[string]any) { phase(obj, 2)["timeout"] = "5min" },
+			wantCRD: []string{"spec.phases[2].timeout: Invalid value: must be a duration such as 90s, 30m or 1h30m (numbers with units ns, us, ms, s, m or h)"},
+			wantGo:  []string{`spec.phases[2].timeout: invalid duration "5min": time: unknown unit "min" in duration "5min"`},
+		},
+		"negative startTimeout": {
+			edit:    func(obj map[string]any) { phase(obj, 0)["startTimeout"] = "-1m30s" },
+			wantCRD: []string{"spec.phases[0].startTimeout: Invalid value: must be greater than 0 when set"},
+			wantGo:  []string{"spec.phases[0].startTimeout: Invalid value"},
+		},
+		"timeout overflows": {
+			// Matches the pattern, so CEL converts it and fails; the one
+			// case left with CEL's own message.
+			edit:    func(obj map[string]any) { phase(obj, 2)["timeout"] = "9999999h" },
+			wantCRD: []string{"spec.phases[2].timeout: Invalid value: type conversion error from 'string' to 'google.protobuf.Duration' evaluating rule: must be a duration greater than 0"},
+			wantGo:  []string{`spec.phases[2].timeout: invalid duration "9999999h": time: invalid duration "9999999h"`},
+		},
+		"timeout too long": {
+			edit:    func(obj map[string]any) { phase(obj, 2)["timeout"] = strings.Repeat("1h", 33) },
+			wantCRD: []string{"spec.phases[2].timeout: Too long: may not be more than 64 bytes"},
+			wantGo:  []string{"spec.phases[2].timeout: Too long: may not be more than 64 characters"},
+		},
+		"quantity not a quantity": {
+			edit: func(obj map[string]any) {
+				container(obj, 1)["resources"].(map[string]any)["limits"].(map[string]any)["nvidia.com/gpu"] = "abc"
+			},
+			wantCRD: []string{`spec.phases[1].template.spec.containers[0].resources.limits.nvidia.com/gpu: Invalid value: spec.phases[1].template.spec.containers[0].resources.limits.nvidia.com/gpu in body should match '^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$'`},
+			wantGo:  []string{`spec.phases[1].template.spec.containers[0].resources.limits[nvidia.com/gpu]: invalid quantity "abc": must be a number with an optional suffix, such as 500m, 4 or 32Gi`},
+		},
+		"container without a name": {
+			edit:    func(obj map[string]any) { delete(container(obj, 0), "name") },
+			wantCRD: []string{"spec.phases[0].template.spec.containers[0].name: Required value: "},
+			wantGo:  []string{"spec.phases[0].template.spec.containers[0].name: Required value"},
+		},
+		"phase without a gang": {
+			edit:    func(obj map[string]any) { delete(phase(obj, 1), "gang") },
+			wantCRD: []string{"spec.phases[1].gang: Required value: "},
+			wantGo:  []string{"spec.phases[1].gang: Required value"},
+		},
+		"duplicate container name": {
+			mutate: func(pt *v1alpha1.PhasedTraining) {
+				tpl := &pt.Spec.Phases[0].Template.Spec
+				tpl.Containers = append(tpl.Containers, corev1.Container{Name: "worker", Image: "sidecar:1"})
+			},
+			wantCRD: []string{"spec.phases[0].template.spec.containers[1]: Duplicate value: "},
+			wantGo:  []string{"spec.phases[0].template.spec.containers[1].name: Duplicate value"},
+		},
+		"duplicate env name": {
+			mutate: func(pt *v1alpha1.PhasedTraining) {
+				pt.Spec.Phases[1].Template.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "NCCL_DEBUG", Value: "INFO"}, {Name: "NCCL_DEBUG", Value: "WARN"}}
+			},
+			wantCRD: []string{"spec.phases[1].template.spec.containers[0].env[1]: Duplicate value: "},
+			wantGo:  []string{"spec.phases[1].template.spec.containers[0].env[1].name: Duplicate value"},
+		},
+		"extended resource requested without a limit": {
+			mutate: func(pt *v1alpha1.PhasedTraining) {
+				delete(pt.Spec.Phases[0].Template.Spec.Containers[0].Resources.Limits, "nvidia.com/gpu")
+			},
+			// The pod template's lists are unbounded: a CEL rule over
+			// them would be too expensive. The API server rejects the
+			// worker pods; only the controller rejects the spec.
+			wantGo: []string{"spec.phases[0].template.spec.containers[0].resources.requests[nvidia.com/gpu]: Invalid value"},
+		},
+		"extended resource request differs from its limit": {
+			mutate: func(pt *v1alpha1.PhasedTraining) {
+				tpl := &pt.Spec.Phases[2].Template.Spec
+				tpl.InitContainers = []corev1.Container{{Name: "stage", Image: "stage:1", Resources: corev1.ResourceRequirements{
+					Requests: corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("1")},
+					Limits:   corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("2")},
+				}}}
+			},
+			wantGo: []string{"spec.phases[2].template.spec.initContainers[0].resources.requests[nvidia.com/gpu]: Invalid value"},
 		},
 		"zero timeout": {
 			mutate:  func(pt *v1alpha1.PhasedTraining) { pt.Spec.Phases[2].Timeout = &metav1.Duration{} },
@@ -257,15 +407,31 @@ func TestInvalidObjects(t *testing.T) {
 				t.Fatal("every case must be rejected by package phases: it checks everything the CRD checks")
 			}
 			pt := pipeline()
-			tc.mutate(pt)
-			gotCRD := describe(s.create(toUnstructured(t, pt.DeepCopy())))
+			if tc.mutate != nil {
+				tc.mutate(pt)
+			}
+			obj := toUnstructured(t, pt)
+			if tc.edit != nil {
+				tc.edit(obj)
+			}
+			gotCRD := describe(s.create(runtime.DeepCopyJSON(obj)))
 			if diff := cmp.Diff(tc.wantCRD, gotCRD); diff != "" {
 				t.Errorf("API server errors (-want +got):\n%s", diff)
 			}
-			gotGo := paths(phases.Validate(pt))
-			if diff := cmp.Diff(tc.wantGo, gotGo); diff != "" {
-				t.Errorf("phases.Validate errors (-want +got):\n%s", diff)
+			if diff := cmp.Diff(tc.wantGo, local(t, obj)); diff != "" {
+				t.Errorf("phasegang validate errors (-want +got):\n%s", diff)
 			}
 		})
 	}
+}
+
+// phase returns spec.phases[i] of an unstructured PhasedTraining.
+func phase(obj map[string]any, i int) map[string]any {
+	return obj["spec"].(map[string]any)["phases"].([]any)[i].(map[string]any)
+}
+
+// container returns the first container of phase i's template.
+func container(obj map[string]any, i int) map[string]any {
+	spec := phase(obj, i)["template"].(map[string]any)["spec"].(map[string]any)
+	return spec["containers"].([]any)[0].(map[string]any)
 }

@@ -45,10 +45,13 @@ func newSimulate() *cobra.Command {
 no cluster needed, no sleeping, deterministic.
 
 With no argument it runs the built-in seed scenario (examples/simulate/seed-deadlock.yaml):
-12 jobs of 8 one-GPU workers, train → validate → test, on one 8-GPU node.
+12 train (8 GPUs, elastic from 4) → validate (2) → test (1) pipelines on
+2 nodes × 8 GPUs; 9 arrive one every 15 minutes, 3 more at once at 1h10m.
 With --trace it reads a Philly or Tiresias CSV; each job becomes a
 train (80%, elastic min ⌈g/2⌉..g) → validate (10%, max(1,g/4)) → test (10%, 1)
 pipeline. That split is an assumption: traces record jobs, not phases.
+A workload on which no pipeline can ever run (no GPUs, no pods resource, a
+nodeSelector that no node matches, ...) is refused, with the reason.
 
 --compare runs every policy on the same workload and prints one table:
   phasegang        per-phase gangs, released between phases, elastic
@@ -168,26 +171,34 @@ func runSimulate(stdout, stderr io.Writer, f *simulateFlags, args []string) erro
 	return nil
 }
 
+// loadWorkload reads the scenario (or trace) and refuses one on which no
+// pipeline can ever run: simulating it would only print "0/N finished".
 func loadWorkload(stderr io.Writer, f *simulateFlags, args []string) (*sim.Scenario, error) {
 	if f.trace != "" {
 		if len(args) > 0 {
 			return nil, fmt.Errorf("give a scenario file or --trace, not both")
 		}
-		return loadTraceScenario(stderr, f)
+		sc, err := loadTraceScenario(stderr, f)
+		if err == nil {
+			if err = sim.CheckRunnable(sc); err != nil {
+				err = fmt.Errorf("%s: %w", f.trace, err)
+			}
+		}
+		return sc, err
 	}
-	data := examples.SeedScenario
+	name, data := "built-in seed scenario", examples.SeedScenario
 	if len(args) == 1 {
 		var err error
-		if data, err = os.ReadFile(args[0]); err != nil {
+		name = args[0]
+		if data, err = os.ReadFile(name); err != nil {
 			return nil, err
 		}
 	}
 	sc, err := sim.LoadScenario(data)
+	if err == nil {
+		err = sim.CheckRunnable(sc)
+	}
 	if err != nil {
-		name := "built-in seed scenario"
-		if len(args) == 1 {
-			name = args[0]
-		}
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	return sc, nil
@@ -248,7 +259,9 @@ func writeResults(w io.Writer, format string, results []*sim.Result) error {
 		return err
 	}
 	for _, r := range results {
-		sim.WriteDeadlocks(w, r)
+		if err := sim.WriteUnfinished(w, r); err != nil {
+			return err
+		}
 	}
 	return nil
 }

@@ -1,0 +1,123 @@
+package cli
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+func TestSimulate(t *testing.T) {
+	seed, err := os.ReadFile(filepath.Join("..", "..", "..", "..", "examples", "simulate", "seed-deadlock.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	scenario := func(name, from, to string) string {
+		if !strings.Contains(string(seed), from) {
+			t.Fatalf("the seed scenario has no %q", from)
+		}
+		path := filepath.Join(dir, name+".yaml")
+		if err := os.WriteFile(path, []byte(strings.ReplaceAll(string(seed), from, to)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	noGPUs := scenario("no-gpus", `nvidia.com/gpu: "8", `, "")
+	noPods := scenario("no-pods", `, pods: "110"`, "")
+	selector := scenario("selector", "        template: &worker\n          spec:\n", "        template: &worker\n          spec:\n            nodeSelector: {gpu: h100}\n")
+	for name, tc := range map[string]struct {
+		args       []string
+		wantCode   int
+		wantStdout []string // lines containing these, in this order
+		wantStderr []string
+	}{
+		"built-in, every policy": {
+			args: []string{"simulate", "--compare"},
+			wantStdout: []string{
+				"scenario seed-deadlock: 12 pipelines on 16 GPUs",
+				"queued avg  queued p99  idle GPU·h",
+				"phasegang     12/12", "per-pod      2/12", "whole-job     12/12", "per-phase-rigid     12/12",
+				"per-pod: 10 of 12 pipelines did not finish (3 deadlocked, 7 unfinished):",
+				"  ml/burst-0  Deadlocked  holds 6 workers",
+				"  ml/job-8    Unfinished  ",
+			},
+		},
+		"no GPUs": {
+			args: []string{"simulate", noGPUs}, wantCode: 1,
+			wantStderr: []string{
+				"phasegang: " + noGPUs + ": no pipeline can run on this cluster (2 nodes, 0 GPUs)",
+				"  workload[0] ml/job (9 pipelines), phase train: each worker needs 1 nvidia.com/gpu, and no node has that resource",
+				"  workload[1] ml/burst (3 pipelines), phase train: ",
+			},
+		},
+		"no pods resource": {
+			args: []string{"simulate", "--compare", noPods}, wantCode: 1,
+			wantStderr: []string{"no pipeline can run", "phase train: each worker needs 1 pods, and no node has that resource"},
+		},
+		"a nodeSelector no node matches": {
+			args: []string{"simulate", selector}, wantCode: 1,
+			wantStderr: []string{"no pipeline can run", "phase train: no node matches the worker's constraints"},
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			code, stdout, stderr := run(t, "", tc.args...)
+			if code != tc.wantCode {
+				t.Errorf("exit code %d, want %d\nstdout:\n%s\nstderr:\n%s", code, tc.wantCode, strings.Join(stdout, "\n"), strings.Join(stderr, "\n"))
+			}
+			inOrder(t, "stdout", stdout, tc.wantStdout)
+			inOrder(t, "stderr", stderr, tc.wantStderr)
+		})
+	}
+}
+
+// inOrder checks that each of want is in a line of got, in order.
+func inOrder(t *testing.T, what string, got, want []string) {
+	t.Helper()
+	i := 0
+	for _, w := range want {
+		j := slices.IndexFunc(got[i:], func(l string) bool { return strings.Contains(l, w) })
+		if j < 0 {
+			t.Errorf("%s: no line contains %q (after line %d):\n%s", what, w, i, strings.Join(got, "\n"))
+			return
+		}
+		i += j + 1
+	}
+	if len(want) == 0 && len(got) > 0 {
+		t.Errorf("%s: want nothing, got:\n%s", what, strings.Join(got, "\n"))
+	}
+}
+
+// -o json writes a never-ending run's makespan (and utilization) as null.
+func TestSimulateJSON(t *testing.T) {
+	code, stdout, stderr := run(t, "", "simulate", "--compare", "-o", "json")
+	if code != 0 || len(stderr) > 0 {
+		t.Fatalf("exit code %d, stderr %q", code, stderr)
+	}
+	var results []struct {
+		Policy  string
+		Metrics map[string]any
+	}
+	if err := json.Unmarshal([]byte(strings.Join(stdout, "\n")), &results); err != nil {
+		t.Fatal(err)
+	}
+	if len(results) != 4 {
+		t.Fatalf("%d results, want 4", len(results))
+	}
+	for _, r := range results {
+		mk, ok := r.Metrics["makespanSeconds"]
+		if !ok {
+			t.Errorf("%s: no makespanSeconds", r.Policy)
+			continue
+		}
+		if r.Policy == "per-pod" {
+			if mk != nil || r.Metrics["gpuUtilization"] != nil {
+				t.Errorf("per-pod: makespanSeconds %v, gpuUtilization %v, want null for a run that never ends", mk, r.Metrics["gpuUtilization"])
+			}
+		} else if v, ok := mk.(float64); !ok || v <= 0 {
+			t.Errorf("%s: makespanSeconds %v, want seconds", r.Policy, mk)
+		}
+	}
+}

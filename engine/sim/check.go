@@ -1,0 +1,118 @@
+package sim
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/phasegang/phasegang/engine"
+)
+
+// maxCheckLines caps the workloads CheckRunnable names: a trace has
+// thousands, most with the same problem.
+const maxCheckLines = 5
+
+// CheckRunnable returns an error when no pipeline of sc can ever run on its
+// cluster, where a run would print nothing but "0/N finished": the cluster
+// has no nodes, or every pipeline has a phase whose gang, at its min size,
+// cannot fit even the empty cluster (no node has a resource its workers
+// need, such as GPUs or pod slots; no node matches its nodeSelector,
+// affinity or tolerations; or the matching nodes are too few). The verdict
+// per phase is the engine's own, reached as the controller reaches it for
+// a pipeline's upcoming phases: a phase that a `when` may skip still
+// counts, since the engine admits no phase of a pipeline that has one that
+// can never run. It returns nil when some pipeline can run; those that
+// cannot are reported Infeasible by the run itself.
+func CheckRunnable(sc *Scenario) error {
+	nodes := sc.Cluster.Nodes()
+	if len(nodes) == 0 {
+		return errors.New("no pipeline can run: the cluster has no nodes")
+	}
+	plan := engine.Schedule(engine.DefaultConfig(), engine.Snapshot{Now: Epoch, Nodes: nodes, Upcoming: upcomingRequests(sc)})
+	why := map[engine.GangKey]string{}
+	for _, inf := range plan.Infeasible {
+		why[inf.Gang] = inf.Message
+	}
+	var lines []string // per distinct workload: its first phase that cannot fit
+	seen := map[string]bool{}
+	for i := range sc.Workload {
+		key := workloadKey(sc, i)
+		if seen[key] {
+			continue
+		}
+		seen[key] = true
+		line := ""
+		for _, ph := range sc.Workload[i].Training.Spec.Phases {
+			if msg, ok := why[engine.GangKey{Pipeline: key, Phase: ph.Name}]; ok {
+				line = fmt.Sprintf("%s, phase %s: %s", workloadLabel(sc, i), ph.Name, msg)
+				break
+			}
+		}
+		if line == "" {
+			return nil // this workload can run
+		}
+		lines = append(lines, line)
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "no pipeline can run on this cluster (%d nodes, %d GPUs): each has a phase whose gang cannot fit even the empty cluster",
+		len(nodes), sc.Cluster.GPUs())
+	for _, l := range lines[:min(len(lines), maxCheckLines)] {
+		b.WriteString("\n  " + l)
+	}
+	if n := len(lines) - maxCheckLines; n > 0 {
+		fmt.Fprintf(&b, "\n  … and %d more workloads", n)
+	}
+	return errors.New(b.String())
+}
+
+// upcomingRequests is one engine request per phase of each distinct
+// workload, at the phase's min size: the least any policy asks for. The
+// gang's pipeline is the workload's key.
+func upcomingRequests(sc *Scenario) []engine.Request {
+	var reqs []engine.Request
+	seen := map[string]bool{}
+	for i := range sc.Workload {
+		key := workloadKey(sc, i)
+		if seen[key] {
+			continue
+		}
+		seen[key] = true
+		for _, ph := range sc.Workload[i].Training.Spec.Phases {
+			spec := &ph.Template.Spec
+			size := max(ph.Gang.Min, 1)
+			reqs = append(reqs, engine.Request{
+				Gang:    engine.GangKey{Pipeline: key, Phase: ph.Name},
+				Created: Epoch, Queued: Epoch,
+				Min: size, Desired: size,
+				Footprint: engine.WorkerFootprint(spec), Constraints: engine.ConstraintsOf(spec),
+			})
+		}
+	}
+	return reqs
+}
+
+// workloadKey identifies workload i's spec: a trace's jobs of one size
+// share theirs, so they are checked once.
+func workloadKey(sc *Scenario, i int) string {
+	if k := sc.Workload[i].specKey; k != "" {
+		return k
+	}
+	return "#" + strconv.Itoa(i)
+}
+
+// workloadLabel names workload i as a user finds it in the scenario.
+func workloadLabel(sc *Scenario, i int) string {
+	w := &sc.Workload[i]
+	name := w.Training.Name
+	if ns := w.Training.Namespace; ns != "" {
+		name = ns + "/" + name
+	}
+	switch {
+	case w.specKey != "":
+		return "jobs like " + name
+	case w.Count > 1:
+		return fmt.Sprintf("workload[%d] %s (%d pipelines)", i, name, w.Count)
+	}
+	return fmt.Sprintf("workload[%d] %s", i, name)
+}
