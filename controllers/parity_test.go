@@ -165,7 +165,9 @@ type parityHarness struct {
 	s     *Scheduler
 	// arrivals are the pipelines still to create, by arrival.
 	arrivals []arrival
-	gangs    map[string]*playedGang
+	// workloads maps "namespace/name" to the pipeline's workload.
+	workloads map[string]*sim.Workload
+	gangs     map[string]*playedGang
 }
 
 type arrival struct {
@@ -209,7 +211,7 @@ func runOnController(t *testing.T, sc *sim.Scenario) map[string]*v1alpha1.Phased
 }
 
 func newParityHarness(t *testing.T, sc *sim.Scenario) *parityHarness {
-	h := &parityHarness{t: t, ctx: context.Background(), sc: sc, clock: clocktesting.NewFakeClock(sim.Epoch), gangs: map[string]*playedGang{}}
+	h := &parityHarness{t: t, ctx: context.Background(), sc: sc, clock: clocktesting.NewFakeClock(sim.Epoch), gangs: map[string]*playedGang{}, workloads: map[string]*sim.Workload{}}
 	b := fake.NewClientBuilder().WithScheme(Scheme()).
 		WithStatusSubresource(&v1alpha1.PhasedTraining{}, &corev1.Pod{}).
 		WithIndex(&corev1.Pod{}, podPipelineIndex, podPipelineKey)
@@ -235,6 +237,7 @@ func newParityHarness(t *testing.T, sc *sim.Scenario) *parityHarness {
 			arrive := sim.Epoch.Add(w.Arrival.Duration + time.Duration(r)*w.Interval.Duration)
 			pt.UID, pt.Generation, pt.CreationTimestamp = types.UID("uid-"+pt.Name), 1, metav1.NewTime(arrive)
 			h.arrivals = append(h.arrivals, arrival{at: arrive, pt: pt, w: w})
+			h.workloads[pt.Namespace+"/"+pt.Name] = w
 		}
 	}
 	slices.SortStableFunc(h.arrivals, func(a, b arrival) int { return a.at.Compare(b.at) })
@@ -322,11 +325,10 @@ func (h *parityHarness) kubelet() {
 		g.account(now)
 		g.workers = n
 	}
-	for key, g := range h.gangs {
+	for key := range h.gangs {
 		if running[key] == 0 {
 			delete(h.gangs, key) // stopped: its pods are gone
 		}
-		_ = g
 	}
 }
 
@@ -435,28 +437,11 @@ func (h *parityHarness) endGang(key string, g *playedGang, now time.Time, failed
 }
 
 func (h *parityHarness) workloadOf(pipeline string) *sim.Workload {
-	for _, a := range h.allArrivals() {
-		if a.pt.Namespace+"/"+a.pt.Name == pipeline {
-			return a.w
-		}
+	w, ok := h.workloads[pipeline]
+	if !ok {
+		h.t.Fatalf("no workload for %s", pipeline)
 	}
-	h.t.Fatalf("no workload for %s", pipeline)
-	return nil
-}
-
-func (h *parityHarness) allArrivals() []arrival {
-	var out []arrival
-	for i := range h.sc.Workload {
-		w := &h.sc.Workload[i]
-		for r := range max(w.Count, 1) {
-			pt := w.Training.DeepCopy()
-			if w.Count > 1 {
-				pt.Name = fmt.Sprintf("%s-%d", pt.Name, r)
-			}
-			out = append(out, arrival{pt: pt, w: w})
-		}
-	}
-	return out
+	return w
 }
 
 // gangOf keys a pod by its pipeline and phase attempt.

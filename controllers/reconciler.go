@@ -124,9 +124,7 @@ func (r *Reconciler) compile(pt *v1alpha1.PhasedTraining) (*phases.Pipeline, fie
 	if c, ok := r.compiled[pt.UID]; ok && c.generation == pt.Generation {
 		return c.pipeline, c.errs
 	}
-	spec := pt.DeepCopy()
-	v1alpha1.SetDefaults(spec)
-	pl, errs := phases.Compile(spec)
+	pl, errs := driver.Compile(pt)
 	r.compiled[pt.UID] = compiledSpec{generation: pt.Generation, pipeline: pl, errs: errs}
 	return pl, errs
 }

@@ -22,9 +22,7 @@ var now = wrappers.T0.Add(time.Hour)
 // first), failing the test on any error.
 func compile(t *testing.T, pt *v1alpha1.PhasedTraining) *phases.Pipeline {
 	t.Helper()
-	c := pt.DeepCopy()
-	v1alpha1.SetDefaults(c)
-	pl, errs := phases.Compile(c)
+	pl, errs := Compile(pt)
 	if len(errs) > 0 {
 		t.Fatalf("fixture does not compile: %v", errs)
 	}
