@@ -878,6 +878,9 @@ func (s *simulator) detectStuck() {
 		}
 		if holding == 0 {
 			p.result.Message = "never started: capacity is held by deadlocked pipelines"
+			if p.result.Phases > 0 {
+				p.result.Message = fmt.Sprintf("stuck after %d phases: capacity is held by deadlocked pipelines", p.result.Phases)
+			}
 			continue
 		}
 		p.result.State = StateDeadlocked
