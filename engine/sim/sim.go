@@ -30,7 +30,7 @@ const (
 	// jobs created together interleave, as concurrent job controllers'
 	// pods do. A phase runs once all its pods are placed.
 	PolicyPerPod Policy = "per-pod"
-	// PolicyWholeJob: one gang sized for the pipeline's largest phase,
+	// PolicyWholeJob: one gang that fits every phase of the pipeline (see submitHold),
 	// reserved at admission and held through every phase (admission-level
 	// gang scheduling of the whole pipeline).
 	PolicyWholeJob Policy = "whole-job"
