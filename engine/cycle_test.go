@@ -341,4 +341,20 @@ func TestWorkerFootprintCountsWholePod(t *testing.T) {
 	}
 }
 
+func TestWorkerFootprintDefaultsRequestsToLimits(t *testing.T) {
+	spec := &corev1.PodSpec{Containers: []corev1.Container{{Name: "worker", Resources: corev1.ResourceRequirements{
+		Requests: corev1.ResourceList{"cpu": mustQuantity("1")},
+		Limits:   corev1.ResourceList{"cpu": mustQuantity("2"), "nvidia.com/gpu": mustQuantity("2"), "memory": mustQuantity("1Gi")},
+	}}}}
+	got := WorkerFootprint(spec)
+	// The request wins where given (cpu); a limit alone is the request.
+	want := ResourceList{"cpu": 1000, "memory": 1 << 30 * 1000, gpu: 2000, "pods": 1000}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("footprint (-want +got):\n%s", diff)
+	}
+	if _, ok := spec.Containers[0].Resources.Requests["nvidia.com/gpu"]; ok {
+		t.Error("WorkerFootprint changed the caller's spec")
+	}
+}
+
 func mustQuantity(s string) resource.Quantity { return resource.MustParse(s) }

@@ -9,9 +9,11 @@ import (
 // kube-scheduler computes it: the sum of its containers (restartable init
 // containers, i.e. sidecars, included), at least the largest init
 // container, plus pod overhead; plus one "pods" slot. The user writes the
-// worker; the engine accounts for the whole pod.
+// worker; the engine accounts for the whole pod. A container that sets a
+// limit without a request requests its limit, as the API server defaults
+// it when the pod is created (a GPU given only as a limit is a GPU).
 func WorkerFootprint(spec *corev1.PodSpec) ResourceList {
-	reqs := resourcehelper.PodRequests(&corev1.Pod{Spec: *spec}, resourcehelper.PodResourcesOptions{})
+	reqs := resourcehelper.PodRequests(&corev1.Pod{Spec: *defaultRequests(spec)}, resourcehelper.PodResourcesOptions{})
 	out := make(ResourceList, len(reqs)+1)
 	for name, q := range reqs {
 		if v := q.MilliValue(); v != 0 {
@@ -34,4 +36,39 @@ func NodeResources(rl corev1.ResourceList) ResourceList {
 		out[ResourceName(name)] = q.MilliValue()
 	}
 	return out
+}
+
+// defaultRequests returns spec with every container's missing request set
+// to its limit (the API server's pod defaulting). It copies the spec only
+// when something is missing.
+func defaultRequests(spec *corev1.PodSpec) *corev1.PodSpec {
+	if !missingRequests(spec.InitContainers) && !missingRequests(spec.Containers) {
+		return spec
+	}
+	cp := spec.DeepCopy()
+	for _, cs := range [][]corev1.Container{cp.InitContainers, cp.Containers} {
+		for i := range cs {
+			r := &cs[i].Resources
+			for name, lim := range r.Limits {
+				if _, ok := r.Requests[name]; !ok {
+					if r.Requests == nil {
+						r.Requests = corev1.ResourceList{}
+					}
+					r.Requests[name] = lim
+				}
+			}
+		}
+	}
+	return cp
+}
+
+func missingRequests(cs []corev1.Container) bool {
+	for i := range cs {
+		for name := range cs[i].Resources.Limits {
+			if _, ok := cs[i].Resources.Requests[name]; !ok {
+				return true
+			}
+		}
+	}
+	return false
 }
