@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	kjson "sigs.k8s.io/json"
+	"sigs.k8s.io/yaml"
 )
 
 // The JSON decoder stops at the first value it cannot decode, and for a
@@ -33,6 +34,24 @@ func docProblems(doc map[string]any) (invalid, unknown, missing []error) {
 	w := &docWalker{}
 	w.object(nil, doc, reflect.TypeFor[PhasedTraining](), true)
 	return w.invalid, w.unknown, w.missing
+}
+
+// InvalidValues returns the values of a YAML or JSON document that do not
+// decode into a t, each naming its field path. It is for decoders of other
+// documents that embed these types (the simulator's scenarios), whose own
+// errors say only `time: unknown unit "min"`.
+func InvalidValues(doc []byte, t reflect.Type) []error {
+	js, err := yaml.YAMLToJSON(doc)
+	if err != nil {
+		return nil
+	}
+	var obj map[string]any
+	if kjson.UnmarshalCaseSensitivePreserveInts(js, &obj) != nil {
+		return nil
+	}
+	w := &docWalker{}
+	w.object(nil, obj, t, false)
+	return w.invalid
 }
 
 type docWalker struct {

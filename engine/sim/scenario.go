@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"reflect"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -94,6 +95,10 @@ type Failure struct {
 func LoadScenario(data []byte) (*Scenario, error) {
 	var sc Scenario
 	if err := yaml.UnmarshalStrict(data, &sc); err != nil {
+		// The decoder names no path for a bad duration or quantity.
+		if invalid := v1alpha1.InvalidValues(data, reflect.TypeFor[Scenario]()); len(invalid) > 0 {
+			err = errors.Join(invalid...)
+		}
 		return nil, fmt.Errorf("decoding scenario: %w", err)
 	}
 	return &sc, sc.validate()

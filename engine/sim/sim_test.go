@@ -284,3 +284,28 @@ workload:
 		t.Fatalf("want an error naming the field, got %v", err)
 	}
 }
+
+func TestLoadScenarioBadValuesNameTheField(t *testing.T) {
+	bad := `
+cluster: {nodePools: [{name: gpu, count: 1, allocatable: {nvidia.com/gpu: "8x"}}]}
+nodeFailures: [{node: gpu-0, at: 5min}]
+workload:
+- runtimes: {train: 1h}
+  training:
+    metadata: {name: x}
+    spec:
+      phases:
+      - name: train
+        gang: {min: 2}
+        template: {spec: {containers: [{name: w, image: i}]}}
+`
+	_, err := LoadScenario([]byte(bad))
+	for _, want := range []string{
+		`nodeFailures[0].at: invalid duration "5min"`,
+		`cluster.nodePools[0].allocatable[nvidia.com/gpu]: invalid quantity "8x"`,
+	} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("want an error containing %q, got %v", want, err)
+		}
+	}
+}
