@@ -23,7 +23,12 @@ type LedgerDelta struct {
 // Delta compares a pipeline's demand under two statuses (the same Demand
 // the controller builds every cycle, so both see the same requests).
 func Delta(pt *v1alpha1.PhasedTraining, before, after *v1alpha1.PhasedTrainingStatus, classes Priorities) LedgerDelta {
-	old, cur := demandWith(pt, before, classes), demandWith(pt, after, classes)
+	return DeltaOf(DemandOf(pt, before, classes), DemandOf(pt, after, classes))
+}
+
+// DeltaOf compares two demands of one pipeline. A caller that keeps the
+// last Demand (the simulator) builds one Demand per status change, not two.
+func DeltaOf(old, cur Demand) LedgerDelta {
 	var d LedgerDelta
 	d.Upcoming = cur.Upcoming
 	oldQueued, curQueued := keySet(old.Queue), keySet(cur.Queue)
@@ -46,7 +51,8 @@ func Delta(pt *v1alpha1.PhasedTraining, before, after *v1alpha1.PhasedTrainingSt
 	return d
 }
 
-func demandWith(pt *v1alpha1.PhasedTraining, st *v1alpha1.PhasedTrainingStatus, classes Priorities) Demand {
+// DemandOf is a pipeline's demand under status st (none for a nil st).
+func DemandOf(pt *v1alpha1.PhasedTraining, st *v1alpha1.PhasedTrainingStatus, classes Priorities) Demand {
 	var d Demand
 	if st == nil {
 		return d

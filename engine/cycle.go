@@ -77,7 +77,7 @@ func (s *State) cycle(now time.Time) Plan {
 			kept = append(kept, gr)
 			continue
 		}
-		if doomed[gr.req.Gang.Pipeline] {
+		if doomed[gr.req.Gang.Pipeline] > 0 {
 			// Another phase of its pipeline can never fit: admitting it
 			// would spend capacity on work that leads nowhere.
 			held = append(held, gr)
@@ -143,38 +143,70 @@ func (s *State) cycle(now time.Time) Plan {
 	return plan
 }
 
-// doomedPipelines checks every pipeline's upcoming phases against the
-// empty cluster (cached per node set, like a queued gang's verdict),
-// reports those that can never fit, and returns their pipelines.
+// doomedPipelines reports the upcoming phases that can never fit and
+// returns, per pipeline, how many of its queued or upcoming gangs can
+// never fit (none: absent). A queued gang that can never fit dooms its
+// pipeline too: its siblings (parallel phases of the DAG) do not run
+// either.
 //
-// A queued gang that can never fit dooms its pipeline too: its siblings
-// (parallel phases of the DAG) do not run either. The queue is walked in
-// full for that; each gang's verdict is cached, so it costs a map walk.
-func (s *State) doomedPipelines(report func(*gangReq)) map[string]bool {
-	var doomed map[string]bool
-	for _, gr := range s.queue {
-		if s.class(gr); gr.infeasible != "" {
-			doomed = markDoomed(doomed, gr.req.Gang.Pipeline)
-		}
+// The counts are kept as gangs come and go (countDoom, uncountDoom), each
+// with its verdict cached per node set, so a cycle costs nothing for the
+// pipelines that can finish: walking every queued and upcoming gang each
+// cycle was most of the simulator's time on the Philly trace. Only a
+// change of the node set recounts them all.
+func (s *State) doomedPipelines(report func(*gangReq)) map[string]int {
+	if s.doomVersion != s.nodesVersion {
+		s.recountDoom()
 	}
-	for pipeline, grs := range s.upcoming {
-		for _, gr := range grs {
-			if s.class(gr); gr.infeasible == "" {
-				continue
+	for pipeline := range s.doomCount {
+		for _, gr := range s.upcoming[pipeline] {
+			if gr.doomCounted {
+				report(gr)
 			}
-			report(gr)
-			doomed = markDoomed(doomed, pipeline)
 		}
 	}
-	return doomed
+	return s.doomCount
 }
 
-func markDoomed(doomed map[string]bool, pipeline string) map[string]bool {
-	if doomed == nil {
-		doomed = map[string]bool{}
+// recountDoom rebuilds doomCount for the current node set.
+func (s *State) recountDoom() {
+	clear(s.doomCount)
+	s.doomVersion = s.nodesVersion
+	for _, gr := range s.queue {
+		gr.doomCounted = false
+		s.countDoom(gr)
 	}
-	doomed[pipeline] = true
-	return doomed
+	for _, grs := range s.upcoming {
+		for _, gr := range grs {
+			gr.doomCounted = false
+			s.countDoom(gr)
+		}
+	}
+}
+
+// countDoom counts a gang that joins the queue or the upcoming phases if
+// it can never fit. Between a node change and the next recount it leaves
+// the counting to recountDoom.
+func (s *State) countDoom(gr *gangReq) {
+	if s.doomVersion != s.nodesVersion {
+		return
+	}
+	if s.class(gr); gr.infeasible != "" && !gr.doomCounted {
+		gr.doomCounted = true
+		s.doomCount[gr.req.Gang.Pipeline]++
+	}
+}
+
+// uncountDoom forgets a gang that leaves the queue or the upcoming phases.
+func (s *State) uncountDoom(gr *gangReq) {
+	if !gr.doomCounted {
+		return
+	}
+	gr.doomCounted = false
+	p := gr.req.Gang.Pipeline
+	if s.doomCount[p]--; s.doomCount[p] <= 0 {
+		delete(s.doomCount, p)
+	}
 }
 
 // nothingFits reports whether every shape with queued gangs has failed, in

@@ -357,4 +357,30 @@ func TestWorkerFootprintDefaultsRequestsToLimits(t *testing.T) {
 	}
 }
 
+func TestWorkerFootprintFastPathMatchesKubeScheduler(t *testing.T) {
+	rl := func(kv ...string) corev1.ResourceList {
+		out := corev1.ResourceList{}
+		for i := 0; i < len(kv); i += 2 {
+			out[corev1.ResourceName(kv[i])] = mustQuantity(kv[i+1])
+		}
+		return out
+	}
+	for _, spec := range []*corev1.PodSpec{
+		{Containers: []corev1.Container{{Name: "a"}}},
+		{Containers: []corev1.Container{{Name: "a", Resources: corev1.ResourceRequirements{Requests: rl("cpu", "1", "memory", "0")}}}},
+		{Containers: []corev1.Container{
+			{Name: "a", Resources: corev1.ResourceRequirements{Requests: rl("cpu", "1500m"), Limits: rl("cpu", "2", "nvidia.com/gpu", "1")}},
+			{Name: "b", Resources: corev1.ResourceRequirements{Limits: rl("memory", "1Gi", "nvidia.com/gpu", "2")}},
+			{Name: "c", Resources: corev1.ResourceRequirements{Requests: rl("cpu", "250m", "ephemeral-storage", "1Gi")}},
+		}},
+	} {
+		if !plainContainers(spec) {
+			t.Fatalf("spec is not plain: %+v", spec)
+		}
+		if diff := cmp.Diff(podFootprint(spec), WorkerFootprint(spec)); diff != "" {
+			t.Errorf("fast path differs from kube-scheduler's accounting (-general +fast):\n%s", diff)
+		}
+	}
+}
+
 func mustQuantity(s string) resource.Quantity { return resource.MustParse(s) }

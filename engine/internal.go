@@ -51,6 +51,9 @@ type gangReq struct {
 	class        *nodeClass
 	infeasible   string
 	nodesVersion int
+	// doomCounted says State.doomCount counts this gang: it can never fit
+	// (at State.doomVersion) and is queued or upcoming.
+	doomCounted bool
 }
 
 // grantState is a ledger entry.

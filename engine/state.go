@@ -47,6 +47,10 @@ type State struct {
 	// upcoming holds, per pipeline, the phases it will queue later (see
 	// Expect); a pipeline with one that can never fit runs nothing.
 	upcoming map[string][]*gangReq
+	// doomCount counts, per pipeline, its queued and upcoming gangs that
+	// can never fit on the node set of doomVersion (see doomedPipelines).
+	doomCount   map[string]int
+	doomVersion int
 
 	// pendingRelease holds grants to release in the next cycle, with why.
 	pendingRelease map[GangKey]pendingRelease
@@ -81,6 +85,8 @@ func NewState(cfg Config, nodes []Node, ledger []Grant) *State {
 		elastic:        map[GangKey]*grantState{},
 		queue:          map[GangKey]*gangReq{},
 		upcoming:       map[string][]*gangReq{},
+		doomCount:      map[string]int{},
+		doomVersion:    -1,
 		shapes:         map[string]int32{},
 		pendingRelease: map[GangKey]pendingRelease{},
 		classes:        map[string]*nodeClass{},
@@ -144,12 +150,14 @@ func (s *State) enqueue(r Request) *gangReq {
 	s.shapeQueued[gr.shape]++
 	s.shapeMinMin[gr.shape] = min(s.shapeMinMin[gr.shape], r.Min)
 	s.fresh = append(s.fresh, gr)
+	s.countDoom(gr)
 	return gr
 }
 
 // dequeue removes a queued gang from the index; order drops it lazily.
 func (s *State) dequeue(gr *gangReq) {
 	gr.removed = true
+	s.uncountDoom(gr)
 	delete(s.queue, gr.req.Gang)
 	s.shapeQueued[gr.shape]--
 }
@@ -160,6 +168,9 @@ func (s *State) dequeue(gr *gangReq) {
 // Infeasible (that phase's key, with the numbers) and none of its queued
 // gangs is admitted.
 func (s *State) Expect(pipeline string, upcoming []Request) {
+	for _, gr := range s.upcoming[pipeline] {
+		s.uncountDoom(gr)
+	}
 	if len(upcoming) == 0 {
 		delete(s.upcoming, pipeline)
 		return
@@ -167,6 +178,7 @@ func (s *State) Expect(pipeline string, upcoming []Request) {
 	grs := make([]*gangReq, len(upcoming))
 	for i, r := range upcoming {
 		grs[i] = s.newGangReq(r)
+		s.countDoom(grs[i])
 	}
 	s.upcoming[pipeline] = grs
 }

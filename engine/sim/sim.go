@@ -108,6 +108,9 @@ type pipeRun struct {
 	c       *compiled
 	pt      *v1alpha1.PhasedTraining
 	arrival time.Duration
+	// demand is the pipeline's demand under its current status, for the
+	// next status change's driver.DeltaOf.
+	demand driver.Demand
 	// obs is what the virtual kubelets report of its running gangs.
 	obs      driver.Observations
 	queuedAt map[phases.Instance]time.Duration
@@ -354,9 +357,10 @@ func (s *simulator) progress(p *pipeRun) {
 // The engine's State is told through driver.Delta, from the same demand
 // the controller rebuilds every cycle.
 func (s *simulator) setStatus(p *pipeRun, st *v1alpha1.PhasedTrainingStatus) {
-	before := p.pt.Status
 	p.pt.Status = *st
-	d := driver.Delta(p.pt, &before, st, s.sc.PriorityClasses)
+	cur := driver.DemandOf(p.pt, st, s.sc.PriorityClasses)
+	d := driver.DeltaOf(p.demand, cur)
+	p.demand = cur
 	for _, key := range d.Release {
 		if r := s.runs[key]; r != nil {
 			s.stop(r)
@@ -406,6 +410,12 @@ func (s *simulator) close(p *pipeRun, state, msg string) {
 		s.withdraw(p, in)
 	}
 	s.st.Expect(p.name, nil)
+	if !s.opts.Record {
+		// Nothing reads a finished pipeline's status unless the run is
+		// recorded (finish): let it go, or a long trace keeps every
+		// pipeline's whole status to the end.
+		p.pt.Status, p.demand, p.obs = v1alpha1.PhasedTrainingStatus{}, driver.Demand{}, nil
+	}
 	if p.hold != nil {
 		if p.hold.granted {
 			s.st.Release(p.hold.key)
@@ -548,6 +558,9 @@ func (s *simulator) applyStatuses(plan engine.Plan, now time.Time) {
 	for _, key := range changes.Keys() {
 		p := s.byName[key]
 		p.pt.Status = *changes[key].Status
+		// The engine's State already holds the plan: only the next
+		// status change's delta needs this demand.
+		p.demand = driver.DemandOf(p.pt, &p.pt.Status, s.sc.PriorityClasses)
 	}
 }
 
