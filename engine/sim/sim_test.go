@@ -29,7 +29,7 @@ func loadScenario(t *testing.T, path string) *Scenario {
 	return sc
 }
 
-func loadTrace(t *testing.T, path string, o TraceOptions, nodes, gpus int) *Scenario {
+func loadTrace(t testing.TB, path string, o TraceOptions, nodes, gpus int) *Scenario {
 	t.Helper()
 	f, err := os.Open(path)
 	if err != nil {
