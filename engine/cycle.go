@@ -53,6 +53,12 @@ func (s *State) cycle(now time.Time) Plan {
 	var fenced []bool
 	var backoff []*gangReq
 	var held []*gangReq // gangs of doomed pipelines
+	var quotaWaits []Wait
+	// quotaHeads[q] is the first gang in queue order that quota q did
+	// not admit: growth behind it never takes the quota it waits for,
+	// and past its starvation bound no gang behind it is admitted into
+	// the quota.
+	quotaHeads := map[int]*gangReq{}
 	// failedMin[shape] is the smallest min of a gang of that shape that
 	// found no room, reclaim included, in this cycle. Until capacity is
 	// freed (only a reclaim frees it mid-cycle) a gang of the same shape
@@ -86,6 +92,14 @@ func (s *State) cycle(now time.Time) Plan {
 		}
 		if now.Before(gr.req.NotBefore) {
 			backoff = append(backoff, gr)
+			kept = append(kept, gr)
+			continue
+		}
+		if w, ok := s.quotaWait(gr, now, quotaHeads); ok {
+			// Its namespace's quota does not admit the gang now: it waits
+			// for the quota, not for nodes, so it is neither the head nor
+			// a reason to fence nodes.
+			quotaWaits = append(quotaWaits, w)
 			kept = append(kept, gr)
 			continue
 		}
@@ -136,9 +150,10 @@ func (s *State) cycle(now time.Time) Plan {
 	}
 	plan.Fence = s.fence
 
-	s.grow(&plan, blocked, reserved)
+	s.grow(&plan, blocked, reserved, quotaHeads)
 	if !s.cfg.SkipWaiting {
 		s.explain(&plan, now, blocked, backoff, held, fenced != nil)
+		plan.Waiting = append(plan.Waiting, quotaWaits...)
 	}
 	return plan
 }
@@ -250,7 +265,7 @@ func (s *State) workerPlacements(first int, nodes []int32) []WorkerPlacement {
 // grow extends elastic grants toward desired. Only gangs that precede
 // every blocked gang in queue order grow: growth must never take capacity
 // an older or higher-priority waiting gang needs.
-func (s *State) grow(plan *Plan, blocked []*gangReq, reserved map[GangKey]int) {
+func (s *State) grow(plan *Plan, blocked []*gangReq, reserved map[GangKey]int, quotaHeads map[int]*gangReq) {
 	var cands []*grantState
 	for _, g := range s.elastic {
 		if int32(len(g.workers)) < g.req.Desired {
@@ -263,7 +278,17 @@ func (s *State) grow(plan *Plan, blocked []*gangReq, reserved map[GangKey]int) {
 			break
 		}
 		first := len(g.workers)
-		p := s.place(&g.gangReq, s.class(&g.gangReq), g.req.Desired-int32(first), 1, nil)
+		want := g.req.Desired - int32(first)
+		if len(s.quotas) > 0 {
+			// Growth stays within the gang's quotas, and never takes
+			// quota an older gang of the namespace waits for.
+			if s.behindQuotaHead(&g.gangReq, quotaHeads) {
+				continue
+			}
+			room, _ := s.quotaRoom(&g.gangReq, int64(want))
+			want = int32(room)
+		}
+		p := s.place(&g.gangReq, s.class(&g.gangReq), want, 1, nil)
 		if p.nodes == nil {
 			continue
 		}

@@ -60,6 +60,14 @@ type State struct {
 
 	fence *Fence
 
+	// quotas are the namespaces' ResourceQuotas (SetQuotas), in
+	// namespace and name order; quotaNS indexes them by namespace, and
+	// quotasVersion changes with every SetQuotas, invalidating the
+	// charges and verdicts cached on gangs.
+	quotas        []*quotaState
+	quotaNS       map[string][]int
+	quotasVersion int
+
 	// totalFree is the cluster's free capacity per dim during a cycle: a
 	// quick test that rejects gangs once the cluster is full.
 	totalFree []int64
@@ -122,6 +130,9 @@ func Schedule(cfg Config, snap Snapshot) Plan {
 		s.upcoming[r.Gang.Pipeline] = append(s.upcoming[r.Gang.Pipeline], s.newGangReq(r))
 	}
 	s.fence = snap.Fence
+	if len(snap.Quotas) > 0 {
+		s.SetQuotas(snap.Quotas)
+	}
 	return s.Cycle(snap.Now)
 }
 
