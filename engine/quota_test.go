@@ -2,10 +2,13 @@ package engine
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"pgregory.net/rapid"
@@ -226,9 +229,12 @@ func TestPropQuota(t *testing.T) {
 		for _, q := range quotas {
 			hardOf[q.Namespace] = q.Hard
 		}
-		s := NewState(Config{StarvationBound: time.Duration(rapid.IntRange(0, 3).Draw(rt, "bound")) * time.Minute}, nodes, nil)
+		cfg := Config{StarvationBound: time.Duration(rapid.IntRange(0, 3).Draw(rt, "bound")) * time.Minute}
+		s := NewState(cfg, nodes, nil)
 		s.SetQuotas(quotas)
 		reqs := map[GangKey]Request{}
+		queued := map[GangKey]bool{}
+		var fence *Fence
 		infeasible := map[GangKey]bool{}
 		now := t0
 		var reserves, quotaWaits int
@@ -243,6 +249,7 @@ func TestPropQuota(t *testing.T) {
 					Footprint: ResourceList{gpu: Milli(int64(rapid.IntRange(1, 2).Draw(rt, "perWorker")))},
 				}
 				reqs[r.Gang] = r
+				queued[r.Gang] = true
 				s.Submit(r)
 			}
 			for _, g := range s.Grants() {
@@ -250,7 +257,22 @@ func TestPropQuota(t *testing.T) {
 					s.Release(g.Gang)
 				}
 			}
+			// The pure Schedule over the same snapshot decides the same
+			// (quota charges rebuilt from the ledger, not kept).
+			snap := Snapshot{Now: now, Nodes: nodes, Ledger: s.Grants(), Quotas: quotas, Fence: fence}
+			for key := range queued {
+				snap.Queue = append(snap.Queue, reqs[key])
+			}
+			slices.SortFunc(snap.Queue, func(a, b Request) int { return compareKeys(a.Gang, b.Gang) })
+			pure := Schedule(cfg, snap)
 			plan := s.Cycle(now)
+			fence = plan.Fence
+			if d := cmp.Diff(plan, pure, cmpopts.EquateEmpty()); d != "" {
+				rt.Fatalf("step %d: State.Cycle and Schedule differ (-state +pure):\n%s", step, d)
+			}
+			for _, rv := range plan.Reserves {
+				delete(queued, rv.Gang)
+			}
 			reserves += len(plan.Reserves)
 			quotaWaits += countQuotaWaits(plan)
 			for _, inf := range plan.Infeasible {
