@@ -17,10 +17,14 @@ import (
 //     what it takes; a gang that does not fit is blocked, and the first
 //     blocked gang is the head. Gangs behind a blocked head backfill while
 //     the head is within its starvation bound; past it, the head fences
-//     the nodes it waits for and nobody behind it may use them;
+//     the nodes it waits for and nobody behind it may use them. A gang
+//     its namespace's quotas do not admit whole waits for the quota
+//     (WaitQuota), before any node is looked at: it is not the head and
+//     fences nothing, but past its starvation bound it holds the quota
+//     (see quota.go);
 //  3. grow: elastic gangs that precede every blocked gang grow toward
 //     desired, oldest first, so surplus never takes what an older gang
-//     waits for;
+//     waits for, and only as far as their quotas admit;
 //  4. explain: every gang still queued gets a Wait with the numbers.
 func (s *State) cycle(now time.Time) Plan {
 	var plan Plan

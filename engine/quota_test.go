@@ -343,3 +343,19 @@ func countQuotaWaits(p Plan) int {
 	}
 	return n
 }
+
+// An upcoming phase past its quota's hard limit dooms its pipeline at
+// once: nothing of it runs, though its first phase would fit.
+func TestQuotaUpcomingPhaseDoomsPipeline(t *testing.T) {
+	first := req("p", 2, 2, 0)
+	later := req("p", 8, 8, 0)
+	later.Gang.Phase = "test"
+	plan := Schedule(DefaultConfig(), Snapshot{Now: t0, Nodes: []Node{gpuNode("a", 8)}, Queue: []Request{first}, Upcoming: []Request{later},
+		Quotas: []Quota{gpuQuota("ns", "q", 4)}})
+	if len(plan.Reserves) != 0 || len(plan.Infeasible) != 1 || plan.Infeasible[0].Gang != later.Gang {
+		t.Fatalf("want the pipeline held and its test phase Infeasible, got %+v", plan)
+	}
+	if len(plan.Waiting) != 1 || plan.Waiting[0].Reason != WaitPipelineCannotFinish {
+		t.Errorf("want the first phase held, got %+v", plan.Waiting)
+	}
+}
