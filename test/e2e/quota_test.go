@@ -10,6 +10,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -148,4 +149,41 @@ func TestQuotaInfeasible(t *testing.T) {
 	holdNoPods(t, ns, 3*time.Second)
 	setQuota(t, ns, "gpu-quota", 8)
 	runsWhole(t, pt, ns)
+}
+
+// (c) A pod the API server refuses after the grant (here: a quota on
+// limits.memory, which makes it refuse containers that set no memory
+// limit, unless a LimitRange defaults one) shows on the pipeline as a
+// Warning event FailedCreate with the API server's words, not only in
+// the controller's log.
+func TestQuotaRefusedPodIsAnEvent(t *testing.T) {
+	ns := namespace(t)
+	nodes(t, "pool-quota-ev", 1, 8)
+	rq := wrappers.MakeQuota(ns, "mem").Hard("limits.memory", "1Gi").Obj()
+	if err := k8s.Create(context.Background(), &rq); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 20*time.Second, "quota mem synced", func() (bool, error) {
+		var cur corev1.ResourceQuota
+		err := k8s.Get(context.Background(), client.ObjectKeyFromObject(&rq), &cur)
+		return err == nil && cur.Status.Hard != nil, err
+	})
+	pt := makePT(ns, "train").phase("train", 1, 1, worker("pool-quota-ev", 1, 2, "")).create(t)
+	var note string
+	eventually(t, 30*time.Second, "a FailedCreate event on the pipeline", func() (bool, error) {
+		var evs eventsv1.EventList
+		if err := k8s.List(context.Background(), &evs, client.InNamespace(ns)); err != nil {
+			return false, err
+		}
+		for _, e := range evs.Items {
+			if e.Reason == "FailedCreate" && e.Regarding.Name == pt.Name && e.Type == corev1.EventTypeWarning {
+				note = e.Note
+				return true, nil
+			}
+		}
+		return false, fmt.Errorf("%d events, none FailedCreate", len(evs.Items))
+	})
+	if !strings.Contains(note, "limits.memory") {
+		t.Errorf("FailedCreate says %q, want the API server's reason (limits.memory)", note)
+	}
 }
