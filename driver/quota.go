@@ -91,9 +91,25 @@ func QuotaScopes(spec *corev1.ResourceQuotaSpec) []corev1.ScopedResourceSelector
 // (the simulator has no pods: status.used stands for other workloads).
 // Quotas with no resource that bears on pods are left out.
 func Quotas(rqs []corev1.ResourceQuota, pods []corev1.Pod, covered func(namespace, name string) bool, now time.Time) []engine.Quota {
-	byNS := map[string][]*corev1.Pod{}
+	if len(rqs) == 0 {
+		return nil
+	}
+	// Each pod of a namespace with quotas is read once, whatever the
+	// number of its quotas.
+	type podQuota struct {
+		p     *corev1.Pod
+		facts engine.QuotaFacts
+		use   engine.ResourceList
+	}
+	byNS := map[string][]podQuota{}
+	for i := range rqs {
+		byNS[rqs[i].Namespace] = nil
+	}
 	for i := range pods {
-		byNS[pods[i].Namespace] = append(byNS[pods[i].Namespace], &pods[i])
+		p := &pods[i]
+		if list, ok := byNS[p.Namespace]; ok {
+			byNS[p.Namespace] = append(list, podQuota{p: p, facts: engine.QuotaFactsOf(&p.Spec), use: PodQuotaUse(p, now)})
+		}
 	}
 	var out []engine.Quota
 	for i := range rqs {
@@ -112,16 +128,15 @@ func Quotas(rqs []corev1.ResourceQuota, pods []corev1.Pod, covered func(namespac
 		q := engine.Quota{Namespace: rq.Namespace, Name: rq.Name, Hard: hard, Scopes: QuotaScopes(&rq.Spec)}
 		status := quotaList(rq.Status.Used)
 		seen, cov := engine.ResourceList{}, engine.ResourceList{}
-		for _, p := range byNS[rq.Namespace] {
-			if !engine.ScopesMatch(q.Scopes, engine.QuotaFactsOf(&p.Spec)) {
+		for _, pq := range byNS[rq.Namespace] {
+			if !engine.ScopesMatch(q.Scopes, pq.facts) {
 				continue
 			}
-			use := PodQuotaUse(p, now)
-			isCovered := covered != nil && covered(p.Namespace, p.Name)
+			isCovered := covered != nil && covered(pq.p.Namespace, pq.p.Name)
 			for n := range hard {
-				seen[n] += use[n]
+				seen[n] += pq.use[n]
 				if isCovered {
-					cov[n] += use[n]
+					cov[n] += pq.use[n]
 				}
 			}
 		}
