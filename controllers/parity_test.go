@@ -70,6 +70,15 @@ func parityScenarios() map[string]*sim.Scenario {
 
 	never := wrappers.MakePT("never").Namespace("ml").Phase("train", 2).GPUs(1).Phase("test", 1).GPUs(8).DependsOn("train").Obj()
 
+	// In a namespace whose quota admits 4 GPUs on an 8-GPU node: the
+	// elastic gang grows only to the quota's 4, the rigid gangs wait for
+	// the quota, and run whole one after the other.
+	quotaElastic := wrappers.MakePT("qe").Namespace("ml").Phase("train", 2).Desired(6).GPUs(1).Obj()
+	quotaRigid := wrappers.MakePT("qr").Namespace("ml").Phase("train", 4).GPUs(1).Obj()
+	quotaRigidW := wl(quotaRigid, time.Minute, rt("train", 20*time.Minute))
+	quotaRigidW.Count, quotaRigidW.Interval = 2, metav1.Duration{Duration: time.Minute}
+	gpuQuota := wrappers.MakeQuota("ml", "gpu-quota").Hard("requests.nvidia.com/gpu", "4").Obj()
+
 	pool := func(name string, count int, gpus int64) sim.Cluster {
 		return sim.Cluster{NodePools: []sim.NodePool{{Name: name, Count: count, Allocatable: corev1.ResourceList{
 			"nvidia.com/gpu": *resource.NewQuantity(gpus, resource.DecimalSI), corev1.ResourceCPU: resource.MustParse("64"),
@@ -87,6 +96,8 @@ func parityScenarios() map[string]*sim.Scenario {
 			NodeFailures: []sim.NodeFailure{{Node: "gpu-0", At: metav1.Duration{Duration: 10 * time.Minute}}}},
 		"a phase that never fits": {Cluster: pool("gpu", 1, 4), Workload: []sim.Workload{
 			wl(never, 0, rt("train", time.Hour, "test", time.Minute))}},
+		"a namespace quota": {Cluster: pool("gpu", 1, 8), Quotas: []corev1.ResourceQuota{gpuQuota}, Workload: []sim.Workload{
+			wl(quotaElastic, 0, rt("train", time.Hour)), quotaRigidW}},
 	}
 }
 
@@ -223,6 +234,9 @@ func newParityHarness(t *testing.T, sc *sim.Scenario) *parityHarness {
 				Status:     corev1.NodeStatus{Allocatable: np.Allocatable, Capacity: np.Allocatable},
 			})
 		}
+	}
+	for i := range sc.Quotas {
+		b = b.WithObjects(sc.Quotas[i].DeepCopy())
 	}
 	h.c = b.Build()
 	h.s = &Scheduler{Client: h.c, Clock: h.clock, Config: engine.DefaultConfig()}

@@ -346,7 +346,14 @@ func (r *Reconciler) nodeExists(ctx context.Context) func(string) bool {
 func (r *Reconciler) syncWorkers(ctx context.Context, pt *v1alpha1.PhasedTraining, pods []corev1.Pod) error {
 	ws := driver.SyncWorkers(pt, pods, r.nodeExists(ctx))
 	errs := r.deletePods(ctx, ws.Delete)
-	errs = append(errs, r.createWorkers(ctx, pt, ws)...)
+	created := r.createWorkers(ctx, pt, ws)
+	if len(created) > 0 && r.Recorder != nil {
+		// A refused pod (a quota that changed after the grant, a
+		// LimitRange) must show on the pipeline, not only in this log.
+		r.Recorder.Eventf(pt, nil, corev1.EventTypeWarning, "FailedCreate", "CreatePods",
+			"%d worker pods could not be created (retrying): %v", len(created), created[0])
+	}
+	errs = append(errs, created...)
 	if len(errs) > 0 {
 		return fmt.Errorf("syncing workers: %w (and %d more)", errs[0], len(errs)-1)
 	}

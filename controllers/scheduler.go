@@ -23,7 +23,7 @@ import (
 )
 
 // Scheduler runs the engine's cycles against the cluster: it reads Nodes,
-// Pods and PhasedTrainings from the manager's cache, asks the engine for a
+// Pods, ResourceQuotas and PhasedTrainings from the manager's cache, asks the engine for a
 // Plan, and writes each grant into the PhasedTraining's status. It never
 // creates pods: the reconciler does, once the grant is in the status, so a
 // grant is always persisted before anything uses it.
@@ -165,7 +165,9 @@ func (s *Scheduler) Start(ctx context.Context) error {
 func (s *Scheduler) SetupWithManager(mgr ctrl.Manager) error {
 	s.init()
 	ctx := context.Background()
-	for _, obj := range []client.Object{&corev1.Node{}, &corev1.Pod{}, &v1alpha1.PhasedTraining{}} {
+	// A ResourceQuota's change (raised, lowered, its used updated when
+	// pods end) can admit a waiting gang.
+	for _, obj := range []client.Object{&corev1.Node{}, &corev1.Pod{}, &v1alpha1.PhasedTraining{}, &corev1.ResourceQuota{}} {
 		inf, err := mgr.GetCache().GetInformer(ctx, obj)
 		if err != nil {
 			return err
@@ -213,6 +215,9 @@ func relevantUpdate(oldObj, newObj any) bool {
 		// Capacity changes when a pod is bound, ends or starts going away.
 		return n.Spec.NodeName != o.Spec.NodeName || terminal(n) != terminal(o) ||
 			(n.DeletionTimestamp == nil) != (o.DeletionTimestamp == nil)
+	case *corev1.ResourceQuota:
+		o, ok := oldObj.(*corev1.ResourceQuota)
+		return !ok || !equality.Semantic.DeepEqual(n.Spec, o.Spec) || !equality.Semantic.DeepEqual(n.Status, o.Status)
 	case *v1alpha1.PhasedTraining:
 		o, ok := oldObj.(*v1alpha1.PhasedTraining)
 		if !ok || n.Generation != o.Generation || n.Status.ObservedGeneration != o.Status.ObservedGeneration ||
@@ -256,7 +261,11 @@ func (s *Scheduler) view(ctx context.Context) (clusterView, error) {
 	if err := s.Client.List(ctx, &classes); err != nil {
 		return v, err
 	}
-	v.Nodes, v.Pods = nodes.Items, pods.Items
+	var quotas corev1.ResourceQuotaList
+	if err := s.Client.List(ctx, &quotas, client.UnsafeDisableDeepCopy); err != nil {
+		return v, err
+	}
+	v.Nodes, v.Pods, v.Quotas = nodes.Items, pods.Items, quotas.Items
 	v.Priorities = map[string]int32{}
 	for _, c := range classes.Items {
 		v.Priorities[c.Name] = c.Value

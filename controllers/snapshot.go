@@ -18,6 +18,8 @@ type clusterView struct {
 	PTs   []*v1alpha1.PhasedTraining
 	// Priorities maps PriorityClass names to values.
 	Priorities driver.Priorities
+	// Quotas are the namespaces' ResourceQuotas.
+	Quotas []corev1.ResourceQuota
 	// Proposed are new pipelines whose first status (from the
 	// reconciler, see Scheduler.Propose) is not stored yet: the cycle
 	// writes it, with whatever it decides for them.
@@ -27,15 +29,24 @@ type clusterView struct {
 // buildSnapshot turns the caches into the engine's input: the pipelines'
 // demand (driver.Demand: the ledger rebuilt from the statuses every cycle,
 // so after a restart nothing is lost and nothing is granted twice, the
-// queue and the upcoming phases), and the nodes with what the pods no
-// grant covers use on them.
+// queue and the upcoming phases), the nodes with what the pods no grant
+// covers use on them, and the namespaces' ResourceQuotas with what those
+// pods use of them.
 func buildSnapshot(v clusterView, now time.Time, fence *engine.Fence) (engine.Snapshot, *driver.Demand) {
 	d := &driver.Demand{Gangs: driver.Gangs{}, Pipelines: map[string]*v1alpha1.PhasedTraining{}}
 	for _, pt := range v.PTs {
 		d.Add(pt, v.Priorities)
 	}
 	snap := engine.Snapshot{Now: now, Fence: fence, Ledger: d.Ledger, Queue: d.Queue, Upcoming: d.Upcoming}
-	used := unmanagedUse(v.Pods, coveredPods(d))
+	covered := coveredPods(d)
+	used := unmanagedUse(v.Pods, covered)
+	// A granted worker charges its namespace's quotas from its grant on
+	// (the engine counts it); its pod, once it exists, is not counted
+	// again.
+	snap.Quotas = driver.Quotas(v.Quotas, v.Pods, func(ns, name string) bool {
+		_, ok := covered[podID{ns, name}]
+		return ok
+	}, now)
 	for i := range v.Nodes {
 		n := &v.Nodes[i]
 		if n.DeletionTimestamp != nil {

@@ -278,3 +278,39 @@ func TestBuildSnapshotRequests(t *testing.T) {
 		t.Errorf("ledger priority %d, queue gang %v", snap.Ledger[0].Priority, snap.Queue[0].Gang)
 	}
 }
+
+// TestBuildSnapshotQuotas: a granted worker charges its quota through the
+// grant (the engine counts it) whether its pod exists yet or not; the
+// quota's Used keeps only what other pods use, even while status.used
+// lags the pods.
+func TestBuildSnapshotQuotas(t *testing.T) {
+	pt := wrappers.MakePT("job").Phase("train", 2).GPUs(1).Status(wrappers.Running("train", "n1", "n1")).Obj()
+	worker0 := wrappers.MakePod("ns", driver.PodName(pt, "train", 0, 0, 0), "n1", corev1.PodRunning, "1", func(p *corev1.Pod) {
+		p.Spec.Containers[0].Resources.Requests["nvidia.com/gpu"] = resource.MustParse("1")
+	})
+	other := wrappers.MakePod("ns", "other", "n1", corev1.PodRunning, "1", func(p *corev1.Pod) {
+		p.Spec.Containers[0].Resources.Requests["nvidia.com/gpu"] = resource.MustParse("2")
+	})
+	v := clusterView{
+		Nodes: []corev1.Node{wrappers.GPUNode("n1", 8)},
+		Pods:  []corev1.Pod{worker0, other},
+		PTs:   []*v1alpha1.PhasedTraining{pt},
+		// The quota controller has counted only the other pod so far.
+		Quotas: []corev1.ResourceQuota{wrappers.MakeQuota("ns", "gpu").Hard("requests.nvidia.com/gpu", "4").Used("requests.nvidia.com/gpu", "2").Obj()},
+	}
+	snap, _ := buildSnapshot(v, wrappers.T0, nil)
+	want := []engine.Quota{{Namespace: "ns", Name: "gpu", Hard: engine.ResourceList{"nvidia.com/gpu": 4000}, Used: engine.ResourceList{"nvidia.com/gpu": 2000}}}
+	if diff := cmp.Diff(want, snap.Quotas); diff != "" {
+		t.Fatalf("quotas (-want +got):\n%s", diff)
+	}
+	// The grant's two workers fill the quota: a one-GPU gang waits.
+	snap.Queue = append(snap.Queue, engine.Request{Gang: engine.GangKey{Pipeline: "ns/next", Phase: "p"}, Min: 1, Desired: 1,
+		Footprint: engine.ResourceList{"nvidia.com/gpu": 1000}, Created: wrappers.T0, Queued: wrappers.T0})
+	plan := engine.Schedule(engine.DefaultConfig(), snap)
+	if len(plan.Reserves) != 0 || len(plan.Waiting) != 1 {
+		t.Fatalf("want the gang to wait for the quota, got %+v", plan)
+	}
+	if got, want := plan.Waiting[0].Message(), "namespace ns's quota gpu allows 0 more nvidia.com/gpu; the gang needs 1"; got != want {
+		t.Errorf("wait %q, want %q", got, want)
+	}
+}

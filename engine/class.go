@@ -14,13 +14,24 @@ import (
 // kube-scheduler's own helpers (required node affinity incl. nodeSelector,
 // taints and tolerations, cordon) so the engine never reserves a node the
 // scheduler would then refuse.
+//
+// The verdict (gr.infeasible) also covers the gang's quotas: a gang whose
+// Min workers need more than a quota's hard limit could never be admitted
+// into its namespace, whatever else ends.
 func (s *State) class(gr *gangReq) *nodeClass {
-	if gr.nodesVersion == s.nodesVersion {
+	if gr.nodesVersion == s.nodesVersion && gr.quotaVerdict == s.quotasVersion+1 {
 		return gr.class
 	}
-	c := s.classOf(gr)
-	gr.class, gr.infeasible, gr.nodesVersion = c, s.infeasibility(gr, c), s.nodesVersion
-	return c
+	if gr.nodesVersion != s.nodesVersion {
+		c := s.classOf(gr)
+		gr.class, gr.nodeInfeasible, gr.nodesVersion = c, s.infeasibility(gr, c), s.nodesVersion
+	}
+	gr.infeasible = gr.nodeInfeasible
+	if gr.infeasible == "" {
+		gr.infeasible = s.quotaInfeasibility(gr)
+	}
+	gr.quotaVerdict = s.quotasVersion + 1
+	return gr.class
 }
 
 func (s *State) classOf(gr *gangReq) *nodeClass {

@@ -17,10 +17,14 @@ import (
 //     what it takes; a gang that does not fit is blocked, and the first
 //     blocked gang is the head. Gangs behind a blocked head backfill while
 //     the head is within its starvation bound; past it, the head fences
-//     the nodes it waits for and nobody behind it may use them;
+//     the nodes it waits for and nobody behind it may use them. A gang
+//     its namespace's quotas do not admit whole waits for the quota
+//     (WaitQuota), before any node is looked at: it is not the head and
+//     fences nothing, but past its starvation bound it holds the quota
+//     (see quota.go);
 //  3. grow: elastic gangs that precede every blocked gang grow toward
 //     desired, oldest first, so surplus never takes what an older gang
-//     waits for;
+//     waits for, and only as far as their quotas admit;
 //  4. explain: every gang still queued gets a Wait with the numbers.
 func (s *State) cycle(now time.Time) Plan {
 	var plan Plan
@@ -53,6 +57,12 @@ func (s *State) cycle(now time.Time) Plan {
 	var fenced []bool
 	var backoff []*gangReq
 	var held []*gangReq // gangs of doomed pipelines
+	var quotaWaits []Wait
+	// quotaHeads[q] is the first gang in queue order that quota q did
+	// not admit: growth behind it never takes the quota it waits for,
+	// and past its starvation bound no gang behind it is admitted into
+	// the quota.
+	quotaHeads := map[int]*gangReq{}
 	// failedMin[shape] is the smallest min of a gang of that shape that
 	// found no room, reclaim included, in this cycle. Until capacity is
 	// freed (only a reclaim frees it mid-cycle) a gang of the same shape
@@ -86,6 +96,14 @@ func (s *State) cycle(now time.Time) Plan {
 		}
 		if now.Before(gr.req.NotBefore) {
 			backoff = append(backoff, gr)
+			kept = append(kept, gr)
+			continue
+		}
+		if w, ok := s.quotaWait(gr, now, quotaHeads); ok {
+			// Its namespace's quota does not admit the gang now: it waits
+			// for the quota, not for nodes, so it is neither the head nor
+			// a reason to fence nodes.
+			quotaWaits = append(quotaWaits, w)
 			kept = append(kept, gr)
 			continue
 		}
@@ -136,9 +154,10 @@ func (s *State) cycle(now time.Time) Plan {
 	}
 	plan.Fence = s.fence
 
-	s.grow(&plan, blocked, reserved)
+	s.grow(&plan, blocked, reserved, quotaHeads)
 	if !s.cfg.SkipWaiting {
 		s.explain(&plan, now, blocked, backoff, held, fenced != nil)
+		plan.Waiting = append(plan.Waiting, quotaWaits...)
 	}
 	return plan
 }
@@ -153,9 +172,9 @@ func (s *State) cycle(now time.Time) Plan {
 // with its verdict cached per node set, so a cycle costs nothing for the
 // pipelines that can finish: walking every queued and upcoming gang each
 // cycle was most of the simulator's time on the Philly trace. Only a
-// change of the node set recounts them all.
+// change of the node set or the quotas recounts them all.
 func (s *State) doomedPipelines(report func(*gangReq)) map[string]int {
-	if s.doomVersion != s.nodesVersion {
+	if !s.doomCurrent() {
 		s.recountDoom()
 	}
 	for pipeline := range s.doomCount {
@@ -168,10 +187,16 @@ func (s *State) doomedPipelines(report func(*gangReq)) map[string]int {
 	return s.doomCount
 }
 
-// recountDoom rebuilds doomCount for the current node set.
+// doomCurrent reports whether doomCount holds for the current node set and
+// quotas (the two things a never-fits verdict depends on).
+func (s *State) doomCurrent() bool {
+	return s.doomNodes == s.nodesVersion && s.doomQuotas == s.quotasVersion
+}
+
+// recountDoom rebuilds doomCount for the current node set and quotas.
 func (s *State) recountDoom() {
 	clear(s.doomCount)
-	s.doomVersion = s.nodesVersion
+	s.doomNodes, s.doomQuotas = s.nodesVersion, s.quotasVersion
 	for _, gr := range s.queue {
 		gr.doomCounted = false
 		s.countDoom(gr)
@@ -185,10 +210,10 @@ func (s *State) recountDoom() {
 }
 
 // countDoom counts a gang that joins the queue or the upcoming phases if
-// it can never fit. Between a node change and the next recount it leaves
-// the counting to recountDoom.
+// it can never fit. Between a node or quota change and the next recount
+// it leaves the counting to recountDoom.
 func (s *State) countDoom(gr *gangReq) {
-	if s.doomVersion != s.nodesVersion {
+	if !s.doomCurrent() {
 		return
 	}
 	if s.class(gr); gr.infeasible != "" && !gr.doomCounted {
@@ -282,7 +307,7 @@ func (s *State) workerPlacements(first int, nodes []int32) []WorkerPlacement {
 // grow extends elastic grants toward desired. Only gangs that precede
 // every blocked gang in queue order grow: growth must never take capacity
 // an older or higher-priority waiting gang needs.
-func (s *State) grow(plan *Plan, blocked []*gangReq, reserved map[GangKey]int) {
+func (s *State) grow(plan *Plan, blocked []*gangReq, reserved map[GangKey]int, quotaHeads map[int]*gangReq) {
 	var cands []*grantState
 	for _, g := range s.elastic {
 		if int32(len(g.workers)) < g.req.Desired {
@@ -295,7 +320,17 @@ func (s *State) grow(plan *Plan, blocked []*gangReq, reserved map[GangKey]int) {
 			break
 		}
 		first := len(g.workers)
-		p := s.place(&g.gangReq, s.class(&g.gangReq), g.req.Desired-int32(first), 1, nil)
+		want := g.req.Desired - int32(first)
+		if len(s.quotas) > 0 {
+			// Growth stays within the gang's quotas, and never takes
+			// quota an older gang of the namespace waits for.
+			if s.behindQuotaHead(&g.gangReq, quotaHeads) {
+				continue
+			}
+			room, _ := s.quotaRoom(&g.gangReq, int64(want))
+			want = int32(room)
+		}
+		p := s.place(&g.gangReq, s.class(&g.gangReq), want, 1, nil)
 		if p.nodes == nil {
 			continue
 		}

@@ -3,7 +3,7 @@
 //
 // One cycle:
 //
-//	Snapshot{Now, Nodes, Ledger, Queue, Fence}
+//	Snapshot{Now, Nodes, Ledger, Queue, Upcoming, Fence, Quotas}
 //	       │
 //	       ▼
 //	┌────────────┐  release   grants whose phase ended or whose node is gone
@@ -11,7 +11,8 @@
 //	│ nodes ×    │  admit     queue order: priority ▸ pipeline age ▸ name;
 //	│ resources, │──────────▶ reserve min workers of each gang at once,
 //	│ ledger,    │            reclaiming younger elastic surplus if needed;
-//	│ queue      │            backfill behind a blocked head until it starves,
+//	│ queue,     │            only if its namespace's quotas admit them all;
+//	│ quotas     │            backfill behind a blocked head until it starves,
 //	│            │            then fence the nodes it drains
 //	│            │  grow      elastic gangs ahead of every blocked gang
 //	│            │──────────▶ grow toward desired

@@ -52,8 +52,16 @@ type gangReq struct {
 	infeasible   string
 	nodesVersion int
 	// doomCounted says State.doomCount counts this gang: it can never fit
-	// (at State.doomVersion) and is queued or upcoming.
+	// (at State.doomNodes and doomQuotas) and is queued or upcoming.
 	doomCounted bool
+	// nodeInfeasible is the node verdict alone; quotaVerdict is the
+	// quotasVersion (+1) infeasible was last computed for.
+	nodeInfeasible string
+	quotaVerdict   int
+	// quotaCharges caches what one worker charges to each quota that
+	// applies to it, for chargesVersion (quotasVersion + 1).
+	quotaCharges   []quotaCharge
+	chargesVersion int
 }
 
 // grantState is a ledger entry.
@@ -227,6 +235,7 @@ func (s *State) restoreGrant(g Grant) {
 		gs.lostNode, lost = g.LostNode, true
 	}
 	s.reserveWorkers(gs, gs.workers)
+	s.charge(&gs.gangReq, int64(len(gs.workers)))
 	s.addGrant(gs)
 	switch {
 	case lost:
@@ -265,6 +274,7 @@ func (s *State) unreserve(g *grantState, k int) []int32 {
 		}
 	}
 	g.workers = g.workers[:cut:cut]
+	s.charge(&g.gangReq, -int64(len(removed)))
 	return removed
 }
 

@@ -53,6 +53,10 @@ func (w Wait) Message() string {
 		return fmt.Sprintf("backing off after a start timeout until %s", w.NotBefore.UTC().Format("15:04:05"))
 	case WaitPipelineCannotFinish:
 		return "held: another phase of its pipeline can never fit, so it could not finish"
+	case WaitQuota:
+		if w.Quota != nil {
+			return w.Quota.message()
+		}
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "needs %d × %s at once on %d matching nodes; %d fit now", w.Min, FormatResources(w.Footprint), w.MatchingNodes, w.FitNow)

@@ -149,6 +149,7 @@ func (s *State) take(g *grantState, nodes []int32) {
 		}
 	}
 	g.workers = append(g.workers, nodes...)
+	s.charge(&g.gangReq, int64(len(nodes)))
 }
 
 // give returns the top k workers of a grant to their nodes.

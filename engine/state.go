@@ -48,9 +48,10 @@ type State struct {
 	// Expect); a pipeline with one that can never fit runs nothing.
 	upcoming map[string][]*gangReq
 	// doomCount counts, per pipeline, its queued and upcoming gangs that
-	// can never fit on the node set of doomVersion (see doomedPipelines).
-	doomCount   map[string]int
-	doomVersion int
+	// can never fit on the node set and quotas of doomNodes and
+	// doomQuotas (nodesVersion, quotasVersion; see doomedPipelines).
+	doomCount             map[string]int
+	doomNodes, doomQuotas int
 
 	// pendingRelease holds grants to release in the next cycle, with why.
 	pendingRelease map[GangKey]pendingRelease
@@ -63,6 +64,14 @@ type State struct {
 	nodesVersion int
 
 	fence *Fence
+
+	// quotas are the namespaces' ResourceQuotas (SetQuotas), in
+	// namespace and name order; quotaNS indexes them by namespace, and
+	// quotasVersion changes with every SetQuotas, invalidating the
+	// charges and verdicts cached on gangs.
+	quotas        []*quotaState
+	quotaNS       map[string][]int
+	quotasVersion int
 
 	// totalFree is the cluster's free capacity per dim during a cycle: a
 	// quick test that rejects gangs once the cluster is full.
@@ -86,7 +95,7 @@ func NewState(cfg Config, nodes []Node, ledger []Grant) *State {
 		queue:          map[GangKey]*gangReq{},
 		upcoming:       map[string][]*gangReq{},
 		doomCount:      map[string]int{},
-		doomVersion:    -1,
+		doomNodes:      -1,
 		shapes:         map[string]int32{},
 		pendingRelease: map[GangKey]pendingRelease{},
 		classes:        map[string]*nodeClass{},
@@ -128,6 +137,9 @@ func Schedule(cfg Config, snap Snapshot) Plan {
 		s.upcoming[r.Gang.Pipeline] = append(s.upcoming[r.Gang.Pipeline], s.newGangReq(r))
 	}
 	s.fence = snap.Fence
+	if len(snap.Quotas) > 0 {
+		s.SetQuotas(snap.Quotas)
+	}
 	return s.Cycle(snap.Now)
 }
 

@@ -80,6 +80,9 @@ type Request struct {
 	Footprint ResourceList
 	// Constraints restrict the nodes a worker may use.
 	Constraints Constraints
+	// Quota is what the namespace's ResourceQuotas read of a worker
+	// beyond its Footprint (limits, scope facts); see Snapshot.Quotas.
+	Quota QuotaFacts
 }
 
 // Grant is a reservation in the ledger: the nodes of a gang's workers.
@@ -115,6 +118,10 @@ type Snapshot struct {
 	// Fence is the previous cycle's Plan.Fence (may be nil); carrying it
 	// keeps a starving head's drain set stable from cycle to cycle.
 	Fence *Fence
+	// Quotas are the namespaces' ResourceQuotas (a gang's namespace is
+	// its key's Pipeline up to the "/"): a gang is granted only if every
+	// quota that applies to its workers admits all of them at once.
+	Quotas []Quota
 }
 
 // Config tunes the policy.
@@ -212,6 +219,9 @@ const (
 	// WaitPipelineCannotFinish: another phase of its pipeline, queued or
 	// upcoming, can never fit (Plan.Infeasible names it).
 	WaitPipelineCannotFinish WaitReason = "PipelineCannotFinish"
+	// WaitQuota: a ResourceQuota of its namespace does not admit its
+	// workers now (Wait.Quota says which, with the numbers).
+	WaitQuota WaitReason = "Quota"
 )
 
 // Wait explains, with numbers, why a gang is still queued.
@@ -235,6 +245,8 @@ type Wait struct {
 	Starving bool
 	// NotBefore is when a gang in backoff may be placed again.
 	NotBefore time.Time
+	// Quota is the quota a WaitQuota gang waits for.
+	Quota *QuotaShortfall
 }
 
 // Infeasible says why a gang cannot fit even in the empty cluster.

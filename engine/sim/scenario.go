@@ -33,6 +33,11 @@ type Scenario struct {
 	PriorityClasses map[string]int32 `json:"priorityClasses,omitempty"`
 	// NodeFailures remove nodes during the run.
 	NodeFailures []NodeFailure `json:"nodeFailures,omitempty"`
+	// Quotas are the namespaces' ResourceQuotas: ordinary ResourceQuota
+	// objects, the same YAML a user applies (metadata.namespace defaults
+	// to "default", as a pipeline's does). status.used, if given, stands
+	// for what other workloads of the namespace use for the whole run.
+	Quotas []corev1.ResourceQuota `json:"quotas,omitempty"`
 }
 
 // NodeFailure removes a node (as when it is deleted or lost) At a time.
@@ -117,6 +122,7 @@ func (sc *Scenario) validate() error {
 	if len(sc.Workload) == 0 {
 		errs = append(errs, errors.New("workload: at least one pipeline is required"))
 	}
+	errs = append(errs, sc.validateQuotas()...)
 	for i := range sc.Workload {
 		w := &sc.Workload[i]
 		path := fmt.Sprintf("workload[%d]", i)

@@ -194,6 +194,9 @@ func Run(sc *Scenario, opts Options) (*Result, error) {
 		res:    &Result{Scenario: sc.Name, Policy: opts.Policy, GPUs: sc.Cluster.GPUs()},
 	}
 	s.st = engine.NewState(cfg, sc.Cluster.Nodes(), nil)
+	if len(sc.Quotas) > 0 {
+		s.st.SetQuotas(sc.engineQuotas())
+	}
 	if err := s.load(); err != nil {
 		return nil, err
 	}
