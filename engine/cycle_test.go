@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 )
@@ -379,6 +380,9 @@ func TestWorkerFootprintFastPathMatchesKubeScheduler(t *testing.T) {
 		}
 		if diff := cmp.Diff(podFootprint(spec), WorkerFootprint(spec)); diff != "" {
 			t.Errorf("fast path differs from kube-scheduler's accounting (-general +fast):\n%s", diff)
+		}
+		if diff := cmp.Diff(podLimitsGeneral(spec), podLimits(spec), cmpopts.EquateEmpty()); diff != "" {
+			t.Errorf("fast limits differ from quota admission's (-general +fast):\n%s", diff)
 		}
 	}
 }

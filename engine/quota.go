@@ -68,19 +68,51 @@ type QuotaFacts struct {
 // QuotaFactsOf reads the QuotaFacts of a worker pod spec.
 func QuotaFactsOf(spec *corev1.PodSpec) QuotaFacts {
 	f := QuotaFacts{PriorityClassName: spec.PriorityClassName}
-	lim := resourcehelper.PodLimits(&corev1.Pod{Spec: *spec}, resourcehelper.PodResourcesOptions{})
-	if len(lim) > 0 {
-		f.Limits = make(ResourceList, len(lim))
-		for name, q := range lim {
-			if v := q.MilliValue(); v != 0 {
-				f.Limits[ResourceName(name)] = v
-			}
-		}
-	}
+	f.Limits = podLimits(spec)
 	f.Terminating = spec.ActiveDeadlineSeconds != nil && *spec.ActiveDeadlineSeconds >= 0
 	f.BestEffort = bestEffort(spec)
 	f.CrossNamespaceAffinity = crossNamespaceAffinity(spec.Affinity)
 	return f
+}
+
+// podLimits is the pod's limits as the API server's quota admission sums
+// them, nil for none. A worker that is just containers (plainContainers)
+// sums them directly: the driver asks for every request it builds.
+func podLimits(spec *corev1.PodSpec) ResourceList {
+	if plainContainers(spec) {
+		return sumLimits(spec.Containers)
+	}
+	return podLimitsGeneral(spec)
+}
+
+func sumLimits(cs []corev1.Container) ResourceList {
+	var out ResourceList
+	for i := range cs {
+		for name, q := range cs[i].Resources.Limits {
+			if v := q.MilliValue(); v != 0 {
+				if out == nil {
+					out = ResourceList{}
+				}
+				out[ResourceName(name)] += v
+			}
+		}
+	}
+	return out
+}
+
+// podLimitsGeneral is podLimits by k8s.io/component-helpers, for any pod.
+func podLimitsGeneral(spec *corev1.PodSpec) ResourceList {
+	var out ResourceList
+	lim := resourcehelper.PodLimits(&corev1.Pod{Spec: *spec}, resourcehelper.PodResourcesOptions{})
+	if len(lim) > 0 {
+		out = make(ResourceList, len(lim))
+		for name, q := range lim {
+			if v := q.MilliValue(); v != 0 {
+				out[ResourceName(name)] = v
+			}
+		}
+	}
+	return out
 }
 
 func bestEffort(spec *corev1.PodSpec) bool {
