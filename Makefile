@@ -51,6 +51,10 @@ test: ## Run every test (the one test command; CI runs it too): the main module'
 e2e: ## Build and start the local control plane (test/cluster), run the e2e suite against it, stop it.
 	hack/e2e.sh
 
+.PHONY: policy
+policy: ## Run the policy suite (phasegang simulate --suite): fails where phasegang is >1% worse than the best baseline.
+	$(GO) run ./cmd/phasegang simulate --suite --stats
+
 .PHONY: bench
 bench: ## Run the benchmarks.
 	$(GO) test -run='^$$' -bench=. -benchmem ./...

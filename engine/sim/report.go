@@ -250,7 +250,7 @@ func quantile(v []float64, q float64) float64 {
 	return s[max(0, min(i, len(s)-1))]
 }
 
-// LowerBound is a lower bound on any schedule's makespan (from the first
+// simpleLowerBound is a lower bound on any schedule's makespan (from the first
 // arrival to the last finish):
 //
 //	LB = max( max_p (a_p − a_first + CP_p),
@@ -262,7 +262,7 @@ func quantile(v []float64, q float64) float64 {
 // the cluster's GPUs. No scheduler can finish a pipeline before its
 // critical path has run, nor do the work that arrives after r faster than
 // all GPUs at once.
-func LowerBound(sc *Scenario) time.Duration {
+func simpleLowerBound(sc *Scenario) time.Duration {
 	type job struct {
 		arrival time.Duration
 		cp      time.Duration

@@ -34,6 +34,8 @@ type simulateFlags struct {
 	stats           bool
 	progress        string
 	otlp            string
+	suite           bool
+	suiteWorkloads  string
 }
 
 func newSimulate() *cobra.Command {
@@ -61,7 +63,8 @@ nodeSelector that no node matches, ...) is refused, with the reason.
 		Example: `  phasegang simulate --compare
   phasegang simulate examples/simulate/seed-deadlock.yaml --policy per-pod
   phasegang simulate --trace tiresias-60job.csv --nodes 32 --gpus-per-node 4 --compare
-  phasegang simulate --trace philly.csv --min-gpus 2 --window 24h --clip 24h --nodes 32 --compare --gantt day.svg`,
+  phasegang simulate --trace philly.csv --min-gpus 2 --window 24h --clip 24h --nodes 32 --compare --gantt day.svg
+  phasegang simulate --suite`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runSimulate(cmd.OutOrStdout(), cmd.ErrOrStderr(), f, args)
@@ -85,11 +88,16 @@ nodeSelector that no node matches, ...) is refused, with the reason.
 	fl.StringVar(&f.gantt, "gantt", "", "write a GPU-occupancy chart (per node, coloured by pipeline and phase) to FILE.svg or FILE.png; with --compare, one file per policy")
 	fl.BoolVar(&f.stats, "stats", false, "print wall time, engine time and peak memory (the benchmark figures)")
 	fl.StringVar(&f.otlp, "otlp", "", "export one OpenTelemetry trace per simulated pipeline (virtual timestamps from 2026-01-01) to ENDPOINT: host:port for OTLP/gRPC, http(s)://host:port for OTLP/HTTP; see docs/tracing.md")
+	fl.BoolVar(&f.suite, "suite", false, "run the policy suite (fixed workloads, every policy) and fail where phasegang is >1% worse than the best baseline on makespan, JCT avg or JCT p99; see docs/simulator.md")
+	fl.StringVar(&f.suiteWorkloads, "suite-workloads", "", "with --suite: run only these workloads (comma-separated names)")
 	fl.StringVar(&f.progress, "progress", "auto", "progress bar on stderr: auto (a terminal, runs over 2s), always, never")
 	return cmd
 }
 
 func runSimulate(stdout, stderr io.Writer, f *simulateFlags, args []string) error {
+	if f.suite {
+		return runSuite(stdout, stderr, f, args)
+	}
 	sc, err := loadWorkload(stderr, f, args)
 	if err != nil {
 		return err

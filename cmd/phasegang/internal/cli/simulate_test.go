@@ -45,6 +45,27 @@ func TestSimulate(t *testing.T) {
 				"  ml/job-8    Unfinished  ",
 			},
 		},
+		"suite, a passing workload": {
+			args: []string{"simulate", "--suite", "--suite-workloads", "tiresias-60"},
+			wantStdout: []string{
+				"policy suite: 1 workloads; phasegang ÷ the best baseline per metric (fails above 1.01)",
+				"workload     pipelines  GPUs  makespan  LB      makespan/LB  makespan ÷ best    JCT avg ÷ best  JCT p99 ÷ best     verdict",
+				"tiresias-60  60         16    54m33s    54m31s  1.001        1.001 (whole-job)  0.981 (rigid)   1.001 (whole-job)  ok",
+			},
+		},
+		"suite, a failing workload": {
+			args: []string{"simulate", "--suite", "--suite-workloads", "tiresias-60, wave-burst"}, wantCode: 1,
+			wantStdout: []string{"tiresias-60", "wave-burst   53         256   9h28m     9h02m   1.048        1.033 (per-pod)    0.956 (rigid)   1.033 (per-pod)    FAIL: makespan +3.3% vs per-pod; JCT p99 +3.3% vs per-pod"},
+			wantStderr: []string{"phasegang: policy suite: 1 of 2 workloads fail: wave-burst (makespan +3.3% vs per-pod; JCT p99 +3.3% vs per-pod)"},
+		},
+		"suite, an unknown workload": {
+			args: []string{"simulate", "--suite", "--suite-workloads", "nope"}, wantCode: 1,
+			wantStderr: []string{`--suite-workloads: no workload "nope" (want some of seed, tiresias-60, philly-day51,`},
+		},
+		"suite with a scenario": {
+			args: []string{"simulate", "--suite", "--compare"}, wantCode: 1,
+			wantStderr: []string{"--suite runs its own workloads under every policy"},
+		},
 		"no GPUs": {
 			args: []string{"simulate", noGPUs}, wantCode: 1,
 			wantStderr: []string{

@@ -1,0 +1,49 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/phasegang/phasegang/engine/sim"
+	"github.com/phasegang/phasegang/examples"
+)
+
+// runSuite is `phasegang simulate --suite`: the policy suite's workloads
+// (or those --suite-workloads names), every policy on each, one row per
+// workload; an error (exit code 1) names each workload and metric on which
+// phasegang is more than 1% worse than the best baseline.
+func runSuite(stdout, stderr io.Writer, f *simulateFlags, args []string) error {
+	if len(args) > 0 || f.trace != "" || f.compare {
+		return fmt.Errorf("--suite runs its own workloads under every policy: give no scenario, --trace or --compare")
+	}
+	ws := sim.SuiteWorkloads(examples.SeedScenario)
+	if f.suiteWorkloads != "" {
+		var picked []sim.SuiteWorkload
+		for _, name := range strings.Split(f.suiteWorkloads, ",") {
+			name = strings.TrimSpace(name)
+			i := slices.IndexFunc(ws, func(w sim.SuiteWorkload) bool { return w.Name == name })
+			if i < 0 {
+				var names []string
+				for _, w := range ws {
+					names = append(names, w.Name)
+				}
+				return fmt.Errorf("--suite-workloads: no workload %q (want some of %s)", name, strings.Join(names, ", "))
+			}
+			picked = append(picked, ws[i])
+		}
+		ws = picked
+	}
+	start := time.Now()
+	rows, err := sim.RunSuite(ws)
+	if err != nil {
+		return err
+	}
+	err = sim.WriteSuite(stdout, rows)
+	if f.stats {
+		fmt.Fprintf(stdout, "suite: %d workloads × %d policies in %.1fs wall\n", len(rows), len(sim.Policies), time.Since(start).Seconds())
+	}
+	return err
+}

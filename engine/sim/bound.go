@@ -1,0 +1,331 @@
+package sim
+
+import (
+	"math"
+	"slices"
+	"sort"
+	"time"
+
+	"github.com/phasegang/phasegang/apis/v1alpha1"
+	"github.com/phasegang/phasegang/engine"
+)
+
+// The tighter lower bound. See LowerBound for the statement; the argument
+// behind each term is in docs/simulator.md ("The lower bound").
+
+// boundPhase is one phase as the bound sees it: how long it takes at its
+// desired size, and how much of each resource it holds then (its desired
+// workers' footprints, in milli-units). A phase can never run faster than
+// at its desired size, so per second it does at most rate[R] of its work
+// in resource R.
+type boundPhase struct {
+	dur  float64 // seconds at desired size
+	rate map[engine.ResourceName]float64
+}
+
+// boundJob is one pipeline: its arrival (seconds from the start of the
+// run) and its phases. When chain is set the phases run one after the
+// other in this order; otherwise they form some other DAG and the bound
+// uses only per-phase limits.
+type boundJob struct {
+	arrival float64
+	chain   bool
+	phases  []boundPhase
+	cp      float64 // critical path at desired size, seconds
+}
+
+// profile is a job's work in one resource when it runs every phase at its
+// desired size back to back from its arrival: no schedule does more of
+// that job's work by any time after its arrival (prefix), or within any
+// window of a given length (window).
+type profile struct {
+	chain bool
+	dur   []float64
+	rate  []float64
+	cum   []float64 // cumulative time at each phase's end
+	work  float64
+}
+
+func newProfile(j *boundJob, r engine.ResourceName) profile {
+	p := profile{chain: j.chain}
+	var t float64
+	for _, ph := range j.phases {
+		p.dur = append(p.dur, ph.dur)
+		p.rate = append(p.rate, ph.rate[r])
+		t += ph.dur
+		p.cum = append(p.cum, t)
+		p.work += ph.dur * ph.rate[r]
+	}
+	return p
+}
+
+// prefix is the most work the job can have done τ after its arrival. For
+// a chain, running each phase at full rate as early as it may start does
+// the most by any τ (a phase cannot start before its predecessor ends,
+// and none runs faster than its desired size). For another DAG, each
+// phase on its own does at most min(work, rate·τ).
+func (p *profile) prefix(tau float64) float64 {
+	if tau <= 0 {
+		return 0
+	}
+	var s float64
+	if !p.chain {
+		for i := range p.dur {
+			s += min(p.dur[i]*p.rate[i], p.rate[i]*tau)
+		}
+		return s
+	}
+	var start float64
+	for i := range p.dur {
+		if tau >= p.cum[i] {
+			s += p.dur[i] * p.rate[i]
+		} else {
+			s += (tau - start) * p.rate[i]
+			break
+		}
+		start = p.cum[i]
+	}
+	return s
+}
+
+// window is the most work the job can do in any interval of length δ. For
+// a chain, the phases an interval touches are consecutive, the inner ones
+// take at least their run time, and the ends run at most at full rate: so
+// the most is a window of that length slid over the full-rate profile, and
+// its best position has one end at a phase boundary. For another DAG, each
+// phase does at most min(work, rate·δ).
+func (p *profile) window(delta float64) float64 {
+	if delta <= 0 {
+		return 0
+	}
+	if !p.chain {
+		return p.prefix(delta)
+	}
+	total := p.cum[len(p.cum)-1]
+	if delta >= total {
+		return p.work
+	}
+	best := 0.0
+	try := func(b float64) {
+		best = max(best, p.prefix(b+delta)-p.prefix(b), p.prefix(b)-p.prefix(b-delta))
+	}
+	try(0)
+	for _, b := range p.cum {
+		try(b)
+	}
+	return min(best, p.work)
+}
+
+// boundJobs lists a scenario's pipelines for the bound, sorted by arrival.
+func boundJobs(sc *Scenario) []boundJob {
+	var jobs []boundJob
+	for i := range sc.Workload {
+		w := &sc.Workload[i]
+		v1alpha1.SetDefaults(&w.Training)
+		spec := w.Training.Spec
+		j := boundJob{chain: isChain(spec.Phases)}
+		for _, ph := range spec.Phases {
+			fp := engine.WorkerFootprint(&ph.Template.Spec)
+			rate := map[engine.ResourceName]float64{}
+			n := float64(ph.Gang.DesiredOrMin())
+			for name, v := range fp {
+				rate[name] = n * float64(v)
+			}
+			j.phases = append(j.phases, boundPhase{dur: w.Runtimes[ph.Name].Duration.Seconds(), rate: rate})
+		}
+		cp, _ := criticalPath(w)
+		j.cp = cp.Seconds()
+		for r := range max(w.Count, 1) {
+			j.arrival = (w.Arrival.Duration + time.Duration(r)*w.Interval.Duration).Seconds()
+			jobs = append(jobs, j)
+		}
+	}
+	slices.SortStableFunc(jobs, func(a, b boundJob) int {
+		switch {
+		case a.arrival < b.arrival:
+			return -1
+		case a.arrival > b.arrival:
+			return 1
+		}
+		return 0
+	})
+	return jobs
+}
+
+// isChain reports whether the phases, in spec order, form one chain: the
+// first depends on nothing and each other one on exactly its predecessor.
+func isChain(ps []v1alpha1.Phase) bool {
+	for i, p := range ps {
+		if i == 0 && len(p.DependsOn) != 0 || i > 0 && (len(p.DependsOn) != 1 || p.DependsOn[0] != ps[i-1].Name) {
+			return false
+		}
+	}
+	return true
+}
+
+// capacities is the cluster's total allocatable per resource.
+func capacities(c Cluster) map[engine.ResourceName]float64 {
+	out := map[engine.ResourceName]float64{}
+	for _, n := range c.Nodes() {
+		for name, v := range n.Allocatable {
+			out[name] += float64(v)
+		}
+	}
+	return out
+}
+
+// boundBudget caps arrivals × window lengths × jobs evaluated per
+// resource, so a whole trace (tens of thousands of pipelines) still gets
+// its bound in about a second. Fewer candidates give a smaller, still
+// valid, bound.
+const boundBudget = 20_000_000
+
+// tightBound is the bound on jobs (sorted by arrival) and per-resource
+// capacities, in seconds from the first arrival. See LowerBound.
+func tightBound(jobs []boundJob, caps map[engine.ResourceName]float64) float64 {
+	if len(jobs) == 0 {
+		return 0
+	}
+	first := jobs[0].arrival
+	var lb float64
+	// Latency: no pipeline ends before its arrival plus its critical path.
+	for _, j := range jobs {
+		lb = max(lb, j.arrival-first+j.cp)
+	}
+	// Candidate instants: every distinct arrival; window lengths: every
+	// run time and every tail of a chain (sum of its last phases).
+	var ts []float64
+	deltaSet := map[float64]bool{}
+	for i, j := range jobs {
+		if i == 0 || j.arrival != jobs[i-1].arrival {
+			ts = append(ts, j.arrival)
+		}
+		var tail float64
+		for k := len(j.phases) - 1; k >= 0; k-- {
+			tail += j.phases[k].dur
+			deltaSet[j.phases[k].dur] = true
+			deltaSet[tail] = true
+		}
+	}
+	deltas := []float64{0}
+	for d := range deltaSet {
+		deltas = append(deltas, d)
+	}
+	sort.Float64s(deltas)
+	per := max(16, boundBudget/len(jobs))
+	nt := min(len(ts), max(8, int(math.Sqrt(float64(per))*2)))
+	nd := min(len(deltas), max(2, per/nt))
+	ts, deltas = spread(ts, nt), spread(deltas, nd)
+
+	names := make([]engine.ResourceName, 0, len(caps))
+	for r := range caps {
+		names = append(names, r)
+	}
+	slices.Sort(names)
+	for _, r := range names {
+		capR := caps[r]
+		if capR <= 0 {
+			continue
+		}
+		profs := make([]profile, len(jobs))
+		var total float64
+		for i := range jobs {
+			profs[i] = newProfile(&jobs[i], r)
+			total += profs[i].work
+		}
+		if total == 0 {
+			continue
+		}
+		// prefixSum[k]: what the jobs can have done by ts[k] on their own.
+		prefixSum := make([]float64, len(ts))
+		for k, t := range ts {
+			for i := range jobs {
+				if jobs[i].arrival >= t {
+					break
+				}
+				prefixSum[k] += profs[i].prefix(t - jobs[i].arrival)
+			}
+		}
+		// win[d][i]: the most job i does in any window of length deltas[d].
+		win := make([][]float64, len(deltas))
+		for d, delta := range deltas {
+			win[d] = make([]float64, len(jobs))
+			for i := range jobs {
+				win[d][i] = profs[i].window(delta)
+			}
+		}
+		left := make([]float64, len(jobs))
+		for k, t := range ts {
+			// Arrived work: by t no more than min over s ≤ t of (what the
+			// jobs can do on their own by s) + (all of R from s to t) is
+			// done; the rest needs (rest) / cap(R) after t.
+			done := prefixSum[k]
+			for q := 0; q < k; q++ {
+				done = min(done, prefixSum[q]+capR*(t-ts[q]))
+			}
+			done = min(done, capR*(t-first))
+			if rest := total - done; rest > 0 {
+				lb = max(lb, t-first+rest/capR)
+			}
+			// Energy: job i still has at least work − prefix(t − a_i)
+			// after t, of which it does at most window(δ) in the last δ
+			// before the makespan C; the rest needs cap(R) between t and
+			// C − δ.
+			for i := range jobs {
+				left[i] = profs[i].work - profs[i].prefix(t-jobs[i].arrival)
+			}
+			for d, delta := range deltas {
+				var e float64
+				for i, l := range left {
+					if l > win[d][i] {
+						e += l - win[d][i]
+					}
+				}
+				if e > 0 {
+					lb = max(lb, t-first+delta+e/capR)
+				}
+			}
+		}
+	}
+	return lb
+}
+
+// spread keeps n values of a sorted slice, evenly spaced, always the first
+// and the last.
+func spread(v []float64, n int) []float64 {
+	if len(v) <= n || n < 2 {
+		return v
+	}
+	out := make([]float64, 0, n)
+	for i := range n {
+		out = append(out, v[i*(len(v)-1)/(n-1)])
+	}
+	return out
+}
+
+// LowerBound is a lower bound on any schedule's makespan (from the first
+// arrival to the last finish), the larger of the simple bound (see
+// simpleLowerBound) and what any schedule must respect per resource R of
+// capacity cap(R) (GPUs, CPU, memory, pods: every resource a worker
+// requests and the nodes offer):
+//
+//   - latency: no pipeline ends before its arrival plus its critical path
+//     at desired size;
+//   - arrived work: by an arrival instant t, the work done is at most
+//     min over s ≤ t of (Σ_j prefix_j(s − a_j) + cap(R)·(t − s)), where
+//     prefix_j(τ) is the most of pipeline j's work that can be done τ after
+//     it arrives (each phase at its desired size, as early as it may
+//     start); the rest of all the work needs rest/cap(R) after t;
+//   - energy: for any δ ≥ 0, pipeline j still has work_j − prefix_j(t − a_j)
+//     to do after t, at most window_j(δ) of it in the last δ before the
+//     makespan; the sum of what is left over, if positive, needs cap(R)
+//     between t and makespan − δ.
+//
+// Work is counted once per phase at desired size, as in the simple bound:
+// iterations and retries only add work, while a phase that a `when`
+// skips is counted though it never runs (see docs/simulator.md).
+func LowerBound(sc *Scenario) time.Duration {
+	lb := tightBound(boundJobs(sc), capacities(sc.Cluster))
+	d := time.Duration(lb * float64(time.Second))
+	return max(d, simpleLowerBound(sc))
+}

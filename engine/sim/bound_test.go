@@ -1,0 +1,262 @@
+package sim
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/phasegang/phasegang/internal/wrappers"
+)
+
+// A tiny case for the brute force: one node with gpus GPUs and cpus CPUs,
+// and at most four pipelines, each a chain of one or two phases whose
+// workers take one GPU and cpu CPUs each. Times are whole seconds.
+type tinyPhase struct{ min, workers, cpu, dur int }
+
+type tinyJob struct {
+	arrival int
+	phases  []tinyPhase
+}
+
+type tinyCase struct {
+	gpus, cpus int
+	jobs       []tinyJob
+}
+
+func (c tinyCase) String() string {
+	return fmt.Sprintf("%d GPUs, %d CPUs, jobs %+v", c.gpus, c.cpus, c.jobs)
+}
+
+func (c tinyCase) scenario() *Scenario {
+	sc := &Scenario{Name: "tiny", Cluster: Cluster{NodePools: []NodePool{{Name: "n", Count: 1, Allocatable: corev1.ResourceList{
+		"nvidia.com/gpu":   *resource.NewQuantity(int64(c.gpus), resource.DecimalSI),
+		corev1.ResourceCPU: *resource.NewQuantity(int64(c.cpus), resource.DecimalSI), corev1.ResourcePods: resource.MustParse("110"),
+	}}}}}
+	for i, j := range c.jobs {
+		b := wrappers.MakePT("j" + strconv.Itoa(i)).Namespace("tiny")
+		runtimes := map[string]time.Duration{}
+		for k, p := range j.phases {
+			name := "p" + strconv.Itoa(k)
+			b.Phase(name, int32(p.min)).Desired(int32(p.workers)).GPUs(1).Resource(corev1.ResourceCPU, *resource.NewQuantity(int64(p.cpu), resource.DecimalSI))
+			if k > 0 {
+				b.DependsOn("p" + strconv.Itoa(k-1))
+			}
+			runtimes[name] = time.Duration(p.dur) * time.Second
+		}
+		sc.Workload = append(sc.Workload, workload(b.Obj(), time.Duration(j.arrival)*time.Second, runtimes))
+	}
+	return sc
+}
+
+// optimal is the least makespan (first arrival to last end) of any
+// schedule of a rigid tiny case, by exhaustive search. With whole-second
+// arrivals and run times, some optimal schedule starts every phase at an
+// arrival or at another phase's end (shift each start left until it hits
+// one), so trying every set of ready phases at each such instant finds it.
+func optimal(c tinyCase) int {
+	type op struct{ job, idx, gpus, cpus, dur, arrival int }
+	var ops []op
+	first := c.jobs[0].arrival
+	for i, j := range c.jobs {
+		first = min(first, j.arrival)
+		for k, p := range j.phases {
+			ops = append(ops, op{i, k, p.workers, p.workers * p.cpu, p.dur, j.arrival})
+		}
+	}
+	start := make([]int, len(ops))
+	for i := range start {
+		start[i] = -1
+	}
+	best := 1 << 30
+	var rec func(t int)
+	rec = func(t int) {
+		usedG, usedC, latest := 0, 0, 0
+		var ready []int
+		for i, o := range ops {
+			if start[i] >= 0 {
+				latest = max(latest, start[i]+o.dur)
+				if start[i] <= t && t < start[i]+o.dur {
+					usedG, usedC = usedG+o.gpus, usedC+o.cpus
+				}
+				continue
+			}
+			if o.arrival > t {
+				continue
+			}
+			if o.idx > 0 && (start[i-1] < 0 || start[i-1]+ops[i-1].dur > t) {
+				continue
+			}
+			ready = append(ready, i)
+		}
+		if latest-first >= best {
+			return
+		}
+		for mask := 0; mask < 1<<len(ready); mask++ {
+			g, cp := usedG, usedC
+			for b, i := range ready {
+				if mask&(1<<b) != 0 {
+					g, cp = g+ops[i].gpus, cp+ops[i].cpus
+				}
+			}
+			if g > c.gpus || cp > c.cpus {
+				continue
+			}
+			for b, i := range ready {
+				if mask&(1<<b) != 0 {
+					start[i] = t
+				}
+			}
+			next, left := 1<<30, false
+			end := 0
+			for i, o := range ops {
+				if start[i] < 0 {
+					left = true
+					if o.arrival > t {
+						next = min(next, o.arrival)
+					}
+					continue
+				}
+				end = max(end, start[i]+o.dur)
+				if start[i]+o.dur > t {
+					next = min(next, start[i]+o.dur)
+				}
+			}
+			switch {
+			case !left:
+				best = min(best, end-first)
+			case next < 1<<30:
+				rec(next)
+			}
+			for b, i := range ready {
+				if mask&(1<<b) != 0 {
+					start[i] = -1
+				}
+			}
+		}
+	}
+	rec(first)
+	return best
+}
+
+func randomTiny(r *rand.Rand, elastic bool) tinyCase {
+	c := tinyCase{gpus: 1 + r.IntN(4)}
+	c.cpus = c.gpus + r.IntN(c.gpus+1) // sometimes CPU, not GPUs, binds
+	for range 1 + r.IntN(4) {
+		j := tinyJob{arrival: r.IntN(4)}
+		for range 1 + r.IntN(2) {
+			w := 1 + r.IntN(c.gpus)
+			cpu := 1 + r.IntN(2)
+			if w*cpu > c.cpus {
+				cpu = 1 // w ≤ gpus ≤ cpus
+			}
+			p := tinyPhase{min: w, workers: w, cpu: cpu, dur: 1 + r.IntN(3)}
+			if elastic {
+				p.min = 1 + r.IntN(w)
+			}
+			j.phases = append(j.phases, p)
+		}
+		c.jobs = append(c.jobs, j)
+	}
+	return c
+}
+
+// The lower bound is a lower bound: on every tiny rigid case it is at most
+// the optimal makespan found by brute force, never below the simple bound,
+// and on some cases strictly above it.
+func TestLowerBoundAgainstBruteForce(t *testing.T) {
+	r := rand.New(rand.NewPCG(16, 1))
+	tighter, exact := 0, 0
+	const cases = 400
+	for range cases {
+		c := randomTiny(r, false)
+		sc := c.scenario()
+		lb, simple := LowerBound(sc).Seconds(), simpleLowerBound(sc).Seconds()
+		opt := float64(optimal(c))
+		if lb > opt+1e-6 {
+			t.Fatalf("%v: LB %.3fs above the optimal makespan %.0fs", c, lb, opt)
+		}
+		if lb < simple {
+			t.Fatalf("%v: LB %.3fs below the simple bound %.3fs", c, lb, simple)
+		}
+		if lb > simple+1e-6 {
+			tighter++
+		}
+		if lb > opt-1e-6 {
+			exact++
+		}
+	}
+	t.Logf("%d cases: the bound is tighter than the simple one on %d, equal to the optimum on %d", cases, tighter, exact)
+	if tighter == 0 {
+		t.Error("the bound is never tighter than the simple one")
+	}
+}
+
+// Every policy's simulated makespan is a schedule, so LB is at most each
+// of them, elastic phases included (for those the brute force above is not
+// exact: an elastic phase may resize at any instant).
+func TestLowerBoundBelowEverySimulatedMakespan(t *testing.T) {
+	r := rand.New(rand.NewPCG(16, 2))
+	checked := 0
+	for range 150 {
+		c := randomTiny(r, r.IntN(2) == 0)
+		sc := c.scenario()
+		lb := LowerBound(sc).Seconds()
+		for _, p := range []Policy{PolicyPhasegang, PolicyWholeJob, PolicyRigid} {
+			res, err := Run(c.scenario(), Options{Policy: p})
+			if err != nil {
+				t.Fatalf("%v: %v", c, err)
+			}
+			if res.Metrics.Finished < len(c.jobs) {
+				continue // a whole-job hold that fits no node: Infeasible pipelines do not count in the makespan
+			}
+			checked++
+			if m := res.Metrics.Makespan; lb > m+1e-6 {
+				t.Fatalf("%v: LB %.3fs above %s's makespan %.3fs", c, lb, p, m)
+			}
+		}
+	}
+	if checked < 300 {
+		t.Errorf("only %d runs finished every pipeline", checked)
+	}
+}
+
+// Two hand-checked cases where the simple bound is loose.
+func TestLowerBoundTighterCases(t *testing.T) {
+	for _, tc := range []struct {
+		name            string
+		c               tinyCase
+		simple, lb, opt float64
+	}{{
+		// A (1 GPU for 4s) arrives at 0, B (4 GPUs for 3s) at 2. The
+		// simple bound is B's arrival plus its run time, 5s. By 2, A has
+		// done at most 2 GPU-seconds: 2 of A's and 12 of B's are left,
+		// which 4 GPUs need 3.5s for: 5.5s. (Optimal: 7s, B waits for A.)
+		name:   "arrived work",
+		c:      tinyCase{gpus: 4, cpus: 16, jobs: []tinyJob{{0, []tinyPhase{{1, 1, 1, 4}}}, {2, []tinyPhase{{4, 4, 1, 3}}}}},
+		simple: 5, lb: 5.5, opt: 7,
+	}, {
+		// Two 1-GPU, 2-CPU workers for 2s on 4 GPUs and 2 CPUs: GPUs allow
+		// 2s, but the CPUs run one at a time: 4s.
+		name:   "per resource",
+		c:      tinyCase{gpus: 4, cpus: 2, jobs: []tinyJob{{0, []tinyPhase{{1, 1, 2, 2}}}, {0, []tinyPhase{{1, 1, 2, 2}}}}},
+		simple: 2, lb: 4, opt: 4,
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			sc := tc.c.scenario()
+			if got := simpleLowerBound(sc).Seconds(); got != tc.simple {
+				t.Errorf("simple bound %.3fs, want %.3fs", got, tc.simple)
+			}
+			if got := LowerBound(sc).Seconds(); got != tc.lb {
+				t.Errorf("LB %.3fs, want %.3fs", got, tc.lb)
+			}
+			if got := float64(optimal(tc.c)); got != tc.opt {
+				t.Errorf("brute force %.0fs, want %.0fs", got, tc.opt)
+			}
+		})
+	}
+}

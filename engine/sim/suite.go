@@ -1,0 +1,268 @@
+package sim
+
+import (
+	"bytes"
+	"embed"
+	"fmt"
+	"io"
+	"math"
+	"runtime"
+	"strings"
+	"sync"
+	"text/tabwriter"
+	"time"
+)
+
+// The policy suite (issue 16): a fixed set of workloads, each run under
+// every policy, and phasegang's figures against the best baseline's.
+
+//go:embed testdata/suite testdata/tiresias-60job.csv
+var suiteFiles embed.FS
+
+// SuiteWorkload is one workload of the policy suite.
+type SuiteWorkload struct {
+	Name string
+	// Shape says in a few words what the workload tests.
+	Shape string
+	// Load builds its scenario (afresh: a run defaults the scenario's
+	// specs in place).
+	Load func() (*Scenario, error)
+}
+
+// SuiteTolerance is how much worse than the best baseline phasegang may
+// be on a metric before the suite fails it: 1%.
+const SuiteTolerance = 0.01
+
+// suiteTrace is a suite workload cut from a trace: a CSV slice in
+// testdata (testdata/suite/README.md says how each was cut) and the
+// options that turn it into a scenario.
+func suiteTrace(name, shape, file string, clip time.Duration, nodes, gpusPerNode int) SuiteWorkload {
+	return SuiteWorkload{Name: name, Shape: shape, Load: func() (*Scenario, error) {
+		data, err := suiteFiles.ReadFile(file)
+		if err != nil {
+			return nil, err
+		}
+		jobs, err := ReadTrace(bytes.NewReader(data))
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", file, err)
+		}
+		o := DefaultTraceOptions()
+		o.Clip = clip
+		return TraceScenario(name, FilterTrace(jobs, o), o, nodes, gpusPerNode), nil
+	}}
+}
+
+func suiteScenario(name, shape string, data func() ([]byte, error)) SuiteWorkload {
+	return SuiteWorkload{Name: name, Shape: shape, Load: func() (*Scenario, error) {
+		b, err := data()
+		if err != nil {
+			return nil, err
+		}
+		sc, err := LoadScenario(b)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+		sc.Name = name
+		return sc, nil
+	}}
+}
+
+func suiteFile(path string) func() ([]byte, error) {
+	return func() ([]byte, error) { return suiteFiles.ReadFile(path) }
+}
+
+// SuiteWorkloads is the policy suite, the seed scenario (the YAML of
+// examples/simulate/seed-deadlock.yaml, which the caller embeds) first.
+func SuiteWorkloads(seed []byte) []SuiteWorkload {
+	const day = 24 * time.Hour
+	return []SuiteWorkload{
+		suiteScenario("seed", "built-in seed scenario: 12 elastic 8-GPU pipelines, 2×8 GPUs",
+			func() ([]byte, error) { return seed, nil }),
+		suiteTrace("tiresias-60", "Tiresias 60 jobs, 4×4 GPUs", "testdata/tiresias-60job.csv", 0, 4, 4),
+		suiteTrace("philly-day51", "Philly day 51, ≥2 GPUs, 32×8 GPUs", "testdata/suite/philly-day51.csv", day, 32, 8),
+		suiteTrace("philly-day28-gangs", "gang-heavy: day 28, ≥2 GPUs (8 of 32), 25×8", "testdata/suite/philly-day28-gangs.csv", day, 25, 8),
+		suiteTrace("philly-day33-small", "all-small: day 33, one cluster's 2-GPU jobs, 16×8", "testdata/suite/philly-day33-small.csv", day, 16, 8),
+		suiteTrace("philly-day77-mixed", "mixed: day 77, one cluster, 1-16 GPUs, 3×8", "testdata/suite/philly-day77-mixed.csv", day, 3, 8),
+		suiteTrace("philly-day96-quiet", "quiet day: day 96, every job, 2×8", "testdata/suite/philly-day96-quiet.csv", day, 2, 8),
+		suiteScenario("wave-burst", "53 whole-node gangs in 9 waves that fill 32×8 exactly", suiteFile("testdata/suite/wave-burst.yaml")),
+		suiteScenario("fragmentation", "2×8-GPU workers among 1-GPU workers, 8×8", suiteFile("testdata/suite/fragmentation.yaml")),
+		suiteScenario("elastic-heavy", "wide elastic trains (min 1-2, desired 8-16), 4×8", suiteFile("testdata/suite/elastic-heavy.yaml")),
+	}
+}
+
+// SuiteMetrics are the metrics the suite compares.
+var SuiteMetrics = []string{"makespan", "JCT avg", "JCT p99"}
+
+func suiteMetric(m Metrics, i int) float64 {
+	return [...]float64{m.Makespan, m.JCTAvg, m.JCTP99}[i]
+}
+
+// SuiteRow is one workload's outcome.
+type SuiteRow struct {
+	Workload  SuiteWorkload
+	Pipelines int
+	GPUs      int64
+	// Results has one run per policy, phasegang first.
+	Results []*Result
+	// MakespanOverLB is phasegang's makespan ÷ LB.
+	MakespanOverLB float64
+	// Ratio[i] is phasegang's SuiteMetrics[i] ÷ the best counting
+	// baseline's, which is Best[i] ("" when no baseline counts).
+	Ratio [3]float64
+	Best  [3]Policy
+	// Excluded lists baselines that do not count: they left pipelines
+	// deadlocked or unfinished, so their JCTs cover only some pipelines.
+	Excluded []Policy
+	// Failures says what fails, e.g. "JCT avg +4.5% vs per-phase-rigid".
+	Failures []string
+}
+
+// RunSuite runs every workload under every policy, workloads in parallel.
+func RunSuite(ws []SuiteWorkload) ([]SuiteRow, error) {
+	rows := make([]SuiteRow, len(ws))
+	errs := make([]error, len(ws))
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
+	for i := range ws {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			rows[i], errs[i] = runSuiteWorkload(ws[i])
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			return nil, fmt.Errorf("suite workload %s: %w", ws[i].Name, err)
+		}
+	}
+	return rows, nil
+}
+
+func runSuiteWorkload(w SuiteWorkload) (SuiteRow, error) {
+	row := SuiteRow{Workload: w}
+	sc, err := w.Load()
+	if err != nil {
+		return row, err
+	}
+	if err := CheckRunnable(sc); err != nil {
+		return row, err
+	}
+	for _, p := range Policies {
+		r, err := Run(sc, Options{Policy: p})
+		if err != nil {
+			return row, err
+		}
+		row.Results = append(row.Results, r)
+	}
+	row.judge()
+	return row, nil
+}
+
+// judge compares phasegang (Results[0]) with the baselines that count.
+func (row *SuiteRow) judge() {
+	pg := row.Results[0]
+	m := pg.Metrics
+	row.Pipelines, row.GPUs = m.Pipelines, pg.GPUs
+	row.MakespanOverLB = ratio(m.Makespan, m.LowerBound)
+	if m.Deadlocked+m.Unfinished > 0 {
+		row.Failures = append(row.Failures, fmt.Sprintf("phasegang left %d pipelines unfinished", m.Deadlocked+m.Unfinished))
+	}
+	var baselines []*Result
+	for _, r := range row.Results[1:] {
+		if r.Metrics.Deadlocked+r.Metrics.Unfinished > 0 {
+			row.Excluded = append(row.Excluded, r.Policy)
+			continue
+		}
+		baselines = append(baselines, r)
+	}
+	for i, name := range SuiteMetrics {
+		best := math.Inf(1)
+		for _, b := range baselines {
+			if v := suiteMetric(b.Metrics, i); v < best {
+				best, row.Best[i] = v, b.Policy
+			}
+		}
+		if row.Best[i] == "" {
+			row.Ratio[i] = math.NaN()
+			continue
+		}
+		row.Ratio[i] = ratio(suiteMetric(m, i), best)
+		if row.Ratio[i] > 1+SuiteTolerance {
+			row.Failures = append(row.Failures, fmt.Sprintf("%s %+.1f%% vs %s", name, 100*(row.Ratio[i]-1), row.Best[i]))
+		}
+	}
+}
+
+// ratio is a ÷ b, 1 when both are 0 (nothing to compare), +Inf when only
+// b is 0 or a is infinite.
+func ratio(a, b float64) float64 {
+	switch {
+	case math.IsInf(a, 1):
+		return math.Inf(1)
+	case b == 0 && a == 0:
+		return 1
+	case b == 0:
+		return math.Inf(1)
+	}
+	return a / b
+}
+
+// WriteSuite prints the suite's table: per workload, phasegang's makespan
+// ÷ LB and, per metric, phasegang ÷ the best baseline (named), then the
+// verdict. It returns an error naming every failing workload and metric.
+func WriteSuite(w io.Writer, rows []SuiteRow) error {
+	fmt.Fprintf(w, "policy suite: %d workloads; phasegang ÷ the best baseline per metric (fails above %.2f)\n", len(rows), 1+SuiteTolerance)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "workload\tpipelines\tGPUs\tmakespan\tLB\tmakespan/LB\tmakespan ÷ best\tJCT avg ÷ best\tJCT p99 ÷ best\tverdict")
+	var failing []string
+	for _, row := range rows {
+		m := row.Results[0].Metrics
+		cells := make([]string, len(SuiteMetrics))
+		for i := range SuiteMetrics {
+			cells[i] = fmtRatio(row.Ratio[i]) + " " + shortPolicy(row.Best[i])
+		}
+		verdict := "ok"
+		if len(row.Failures) > 0 {
+			verdict = "FAIL: " + strings.Join(row.Failures, "; ")
+			failing = append(failing, row.Workload.Name+" ("+strings.Join(row.Failures, "; ")+")")
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", row.Workload.Name, row.Pipelines, row.GPUs,
+			human(m.Makespan), human(m.LowerBound), fmtRatio(row.MakespanOverLB), cells[0], cells[1], cells[2], verdict)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, row := range rows {
+		if len(row.Excluded) > 0 {
+			fmt.Fprintf(w, "%s: %v left pipelines deadlocked or unfinished and do not count as baselines\n", row.Workload.Name, row.Excluded)
+		}
+	}
+	if len(failing) > 0 {
+		return fmt.Errorf("policy suite: %d of %d workloads fail: %s", len(failing), len(rows), strings.Join(failing, ", "))
+	}
+	return nil
+}
+
+func fmtRatio(r float64) string {
+	switch {
+	case math.IsNaN(r):
+		return "-"
+	case math.IsInf(r, 1):
+		return "∞"
+	}
+	return fmt.Sprintf("%.3f", r)
+}
+
+// shortPolicy names a baseline in the table: (rigid), (whole-job), (per-pod).
+func shortPolicy(p Policy) string {
+	switch p {
+	case "":
+		return ""
+	case PolicyRigid:
+		return "(rigid)"
+	}
+	return "(" + string(p) + ")"
+}
