@@ -73,6 +73,7 @@ func ApplyPlan(plan engine.Plan, d *Demand, now time.Time, changes Changes) {
 	}
 	applyWaiting(plan.Waiting, d, changes)
 	applyInfeasible(plan.Infeasible, d, changes)
+	applyNoClass(d, changes)
 	for _, c := range changes {
 		if !settled(c.Status) {
 			setPhaseConditions(c.Status, c.Pipeline.Generation)
