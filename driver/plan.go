@@ -79,6 +79,7 @@ func ApplyPlan(plan engine.Plan, d *Demand, now time.Time, changes Changes) {
 			setPhaseConditions(c.Status, c.Pipeline.Generation)
 		}
 		c.Status.State = v1alpha1.StateFromConditions(c.Status.Conditions)
+		setWorkersSummary(c.Pipeline, c.Status)
 	}
 }
 

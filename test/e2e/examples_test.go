@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -139,6 +140,18 @@ func TestMissingPriorityClass(t *testing.T) {
 		}
 		return false, fmt.Errorf("%d events, none %s", len(evs.Items), driver.ReasonPriorityClassNotFound)
 	})
+	// kubectl get pt shows the waiting gang's workers (granted/desired)
+	// and the iteration.
+	out, err := exec.Command("kubectl", "get", "pt", "-n", ns, "noclass").CombinedOutput()
+	if err != nil {
+		t.Fatalf("kubectl get pt: %v\n%s", err, out)
+	}
+	t.Logf("kubectl get pt -n %s noclass:\n%s", ns, out)
+	// (ITERATION is blank at 0: status.iteration is omitted then.)
+	if f := strings.Fields(string(out)); len(f) != 11 || strings.Join(f[:6], " ") != "NAME STATE PHASE WORKERS ITERATION AGE" ||
+		strings.Join(f[6:10], " ") != "noclass Queued train 0/1" {
+		t.Errorf("kubectl get pt: want columns NAME STATE PHASE WORKERS ITERATION AGE and noclass Queued train 0/1, got:\n%s", out)
+	}
 	// Nothing of it ran meanwhile.
 	time.Sleep(2 * time.Second)
 	if got := get(t, pt); len(pods(t, ns, nil)) != 0 || got.Status.Phases[0].Workers.Granted != 0 {
