@@ -13,6 +13,7 @@ import (
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:shortName=pt,categories=phasegang
+// +kubebuilder:selectablefield:JSONPath=`.status.state`
 // +kubebuilder:printcolumn:name="State",type=string,JSONPath=`.status.state`
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.currentPhase`
 // +kubebuilder:printcolumn:name="Workers",type=string,JSONPath=`.status.workers`,description="granted/desired workers of the queued and running phases"
