@@ -95,6 +95,15 @@ type PhasedTrainingSpec struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=253
 	PriorityClassName string `json:"priorityClassName,omitempty"`
+
+	// podTTLSecondsAfterFinished deletes the pipeline's worker pods this
+	// many seconds after it finished (Succeeded or Failed), as a Job's
+	// ttlSecondsAfterFinished does for the Job; 0 deletes them at once. The
+	// PhasedTraining itself, its status and outputs, stay. Unset: the pods
+	// are kept (for their logs) until the PhasedTraining is deleted.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	PodTTLSecondsAfterFinished *int32 `json:"podTTLSecondsAfterFinished,omitempty"`
 }
 
 // Phase is one gang-scheduled step of a pipeline.
