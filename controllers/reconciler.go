@@ -166,6 +166,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.syncWorkers(ctx, pt, pods); err != nil {
 		return ctrl.Result{}, err
 	}
+	if res, err = r.expirePods(ctx, pt, pods, now, res); err != nil {
+		return res, err
+	}
 	log.FromContext(ctx).V(1).Info("reconciled", "state", pt.Status.State, "phase", pt.Status.CurrentPhase)
 	return res, nil
 }

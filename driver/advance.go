@@ -40,6 +40,7 @@ func Advance(pl *phases.Pipeline, pt *v1alpha1.PhasedTraining, obs Observations,
 	}
 	setStepConditions(st, step, pt.Generation)
 	st.State = v1alpha1.StateFromConditions(st.Conditions)
+	setWorkersSummary(pt, st)
 	st.ObservedGeneration = pt.Generation
 	return Advanced{Status: st, Step: step, Events: stepEvents(&pt.Status, st, step)}
 }
@@ -173,6 +174,7 @@ func Invalid(pt *v1alpha1.PhasedTraining, errs field.ErrorList) (*v1alpha1.Phase
 		}
 	}
 	st.State = v1alpha1.StateFromConditions(st.Conditions)
+	setWorkersSummary(pt, st)
 	st.ObservedGeneration = pt.Generation
 	return st, warning(v1alpha1.ReasonSpecInvalid, "Validate", msg)
 }

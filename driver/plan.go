@@ -73,11 +73,13 @@ func ApplyPlan(plan engine.Plan, d *Demand, now time.Time, changes Changes) {
 	}
 	applyWaiting(plan.Waiting, d, changes)
 	applyInfeasible(plan.Infeasible, d, changes)
+	applyNoClass(d, changes)
 	for _, c := range changes {
 		if !settled(c.Status) {
 			setPhaseConditions(c.Status, c.Pipeline.Generation)
 		}
 		c.Status.State = v1alpha1.StateFromConditions(c.Status.Conditions)
+		setWorkersSummary(c.Pipeline, c.Status)
 	}
 }
 

@@ -98,6 +98,11 @@ type Demand struct {
 	Gangs    Gangs
 	// Pipelines holds the schedulable pipelines by "namespace/name".
 	Pipelines map[string]*v1alpha1.PhasedTraining
+	// NoClass holds the pipelines that would be schedulable but name a
+	// PriorityClass that does not exist (MissingClass): none of their
+	// phases queues until it does.
+	NoClass []*v1alpha1.PhasedTraining
+	classes Priorities
 }
 
 func (d *Demand) pipelineKeys() []string {
@@ -118,6 +123,9 @@ func (d *Demand) Add(pt *v1alpha1.PhasedTraining, classes Priorities) {
 		d.Gangs, d.Pipelines = Gangs{}, map[string]*v1alpha1.PhasedTraining{}
 	}
 	queueing := Schedulable(pt)
+	if d.classes = classes; queueing && MissingClass(&pt.Spec, classes) != "" {
+		d.NoClass, queueing = append(d.NoClass, pt), false
+	}
 	if queueing {
 		d.Pipelines[pt.Namespace+"/"+pt.Name] = pt
 	}

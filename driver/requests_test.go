@@ -214,12 +214,15 @@ func TestDemand(t *testing.T) {
 				Pipelines: []string{"ns/job"},
 			},
 		},
-		"an unknown priority class is 0": {
-			pts: []*v1alpha1.PhasedTraining{wrappers.MakePT("job").Phase("train", 1).PriorityClass("nope").Obj()},
+		// It waits for the class (applyNoClass says so) instead of
+		// running at priority 0; its running grant stays.
+		"a pipeline naming a missing priority class queues nothing": {
+			pts: []*v1alpha1.PhasedTraining{threePhases().PriorityClass("nope").
+				Status(wrappers.Running("train", "n1"), wrappers.Queued("eval")).Obj()},
 			want: demandSummary{
-				Upcoming:  []string{"ns/job/train#0.0"},
-				Priority:  map[string]int32{"ns/job/train#0.0": 0},
-				Pipelines: []string{"ns/job"},
+				Ledger:   []string{"ns/job/train#0.0"},
+				Priority: map[string]int32{"ns/job/train#0.0": 0},
+				Gangs:    map[string]int{"ns/job/train#0.0": 0},
 			},
 		},
 		// Its grant stays until its phase ends; nothing of it waits.

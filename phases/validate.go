@@ -115,6 +115,7 @@ func Compile(pt *v1alpha1.PhasedTraining) (*Pipeline, field.ErrorList) {
 	if n > maxPhases {
 		errs = append(errs, field.TooMany(pp, n, maxPhases))
 	}
+	errs = append(errs, validateRetention(root, spec)...)
 
 	// names[i] is phase i's name for lookups, "" when empty or a duplicate
 	// (the first phase with a name wins).

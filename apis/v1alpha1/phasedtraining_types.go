@@ -13,8 +13,11 @@ import (
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:shortName=pt,categories=phasegang
+// +kubebuilder:selectablefield:JSONPath=`.status.state`
 // +kubebuilder:printcolumn:name="State",type=string,JSONPath=`.status.state`
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.currentPhase`
+// +kubebuilder:printcolumn:name="Workers",type=string,JSONPath=`.status.workers`,description="granted/desired workers of the queued and running phases"
+// +kubebuilder:printcolumn:name="Iteration",type=integer,JSONPath=`.status.iteration`,description="the current iteration of spec.iterate (0-based)"
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.status=="True")].reason`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type PhasedTraining struct {
@@ -92,6 +95,15 @@ type PhasedTrainingSpec struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=253
 	PriorityClassName string `json:"priorityClassName,omitempty"`
+
+	// podTTLSecondsAfterFinished deletes the pipeline's worker pods this
+	// many seconds after it finished (Succeeded or Failed), as a Job's
+	// ttlSecondsAfterFinished does for the Job; 0 deletes them at once. The
+	// PhasedTraining itself, its status and outputs, stay. Unset: the pods
+	// are kept (for their logs) until the PhasedTraining is deleted.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	PodTTLSecondsAfterFinished *int32 `json:"podTTLSecondsAfterFinished,omitempty"`
 }
 
 // Phase is one gang-scheduled step of a pipeline.
@@ -274,6 +286,12 @@ type PhasedTrainingStatus struct {
 	// iteration is the current iteration of spec.iterate (0-based).
 	// +optional
 	Iteration int32 `json:"iteration,omitempty"`
+
+	// workers summarizes the queued and running phases' workers as
+	// granted/desired (summed over them), e.g. "6/8"; empty when none is
+	// queued or running. It is derived from phases, never set alone.
+	// +optional
+	Workers string `json:"workers,omitempty"`
 
 	// phases holds one entry per phase and iteration that has been considered.
 	// +optional

@@ -338,6 +338,8 @@ metadata:
     kubernetes.io/os: linux
     kubernetes.io/hostname: kwok-node-$i
     node.kubernetes.io/instance-type: kwok-gpu-$gpus
+    # What GPU feature discovery sets on a real GPU node (examples/elastic.yaml selects it).
+    nvidia.com/gpu.product: NVIDIA-A100-SXM4-80GB
 spec: {}
 status:
   allocatable: &res

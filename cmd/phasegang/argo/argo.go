@@ -52,6 +52,12 @@ const (
 	SuccessCondition = "status.state == Succeeded"
 	FailureCondition = "status.state in (Failed,Infeasible,Invalid)"
 
+	// StopTemplate is the exit handler (spec.onExit) that deletes the
+	// workflow's PhasedTrainings that could still run (StopFlags), so a
+	// pipeline whose step failed (Infeasible: it would start once nodes are
+	// added) or was stopped does not run later, orphaned from its workflow.
+	StopTemplate = "stop-unfinished"
+
 	// OutputName and OutputState are the resource template's fixed output
 	// parameters: the created object's name and its final status.state.
 	OutputName  = "name"
@@ -69,7 +75,7 @@ type Options struct {
 	// reference cannot cross namespaces.
 	Namespace string
 	// ServiceAccountName runs the Workflow's pods as this service account;
-	// it needs create/get on phasedtrainings.phasegang.dev (see docs/argo.md).
+	// it needs the Role of examples/argo/rbac.yaml (docs/argo.md).
 	ServiceAccountName string
 }
 
@@ -144,10 +150,36 @@ func WorkflowTemplate(pt *v1alpha1.PhasedTraining, o Options) (*wfv1.WorkflowTem
 				Value:       wfv1.AnyStringPtr(""),
 				Description: wfv1.AnyStringPtr("W3C traceparent of the caller (e.g. a CI job); copied to the PhasedTraining's " + TraceparentAnnotation + " annotation. Empty: the controller starts a new trace."),
 			}}},
-			Templates: []wfv1.Template{main, *res},
+			Templates: []wfv1.Template{main, *res, *StopTemplateFor()},
+			OnExit:    StopTemplate,
 		},
 	}
 	return wft, nil
+}
+
+// StopFlags are the kubectl arguments of StopTemplate's delete: every
+// PhasedTraining of this workflow (WorkflowLabel) in its namespace whose
+// status.state is not final (Pending, Queued, Running, Infeasible). Argo's
+// executor runs `kubectl delete --ignore-not-found FLAGS -o name`
+// (workflow/executor/resource.go, getKubectlArguments). Succeeded, Failed
+// and Invalid ones are kept for their status: they never run again. The
+// field selector needs the CRD's selectable field status.state.
+func StopFlags() []string {
+	return []string{
+		"phasedtrainings.phasegang.dev",
+		"--namespace", "{{workflow.namespace}}",
+		"--selector", WorkflowLabel + "={{workflow.name}}",
+		"--field-selector", "status.state!=Succeeded,status.state!=Failed,status.state!=Invalid",
+		"--wait=false",
+	}
+}
+
+// StopTemplateFor returns the exit handler named StopTemplate.
+func StopTemplateFor() *wfv1.Template {
+	return &wfv1.Template{
+		Name:     StopTemplate,
+		Resource: &wfv1.ResourceTemplate{Action: "delete", Flags: StopFlags()},
+	}
 }
 
 // ResourceTemplateFor returns the resource template named ResourceTemplate
@@ -177,13 +209,14 @@ func ResourceTemplateFor(pt *v1alpha1.PhasedTraining, manifest string) *wfv1.Tem
 // OutputState, and one parameter per declared output of each phase
 // (OutputParameterName), in spec order.
 //
-// A phase outside spec.iterate has one entry in status.phases, read with a
-// kubectl JSONPath filter. A phase inside the loop has one entry per
-// iteration; a JSONPath filter would print all of them, so a jq filter picks
-// the latest iteration that reported the key. Argo reads both after the
-// success condition holds, with `kubectl get -o jsonpath=` or `-o json` +
-// gojq (workflow/executor/resource.go, SaveResourceParameters); a key the
-// phase never reported (e.g. it was Skipped) reads as "".
+// Each phase output is read with a jq filter (OutputJQ) that takes the
+// latest Succeeded entry of the phase that reported the key: a phase has
+// one status.phases entry per iteration and attempt, and failed attempts
+// keep what they reported, so a JSONPath filter would print them all
+// ("0.1 0.1" for a retried phase). Argo reads it after the success
+// condition holds, with `kubectl get -o json` + gojq
+// (workflow/executor/resource.go, SaveResourceParameters); a key no
+// succeeded attempt reported (e.g. the phase was Skipped) reads as "".
 func OutputParameters(pt *v1alpha1.PhasedTraining) []wfv1.Parameter {
 	params := []wfv1.Parameter{
 		{
@@ -197,43 +230,24 @@ func OutputParameters(pt *v1alpha1.PhasedTraining) []wfv1.Parameter {
 			ValueFrom:   &wfv1.ValueFrom{JSONPath: "{.status.state}"},
 		},
 	}
-	looped := map[string]bool{}
-	if pt.Spec.Iterate != nil {
-		for _, n := range pt.Spec.Iterate.Phases {
-			looped[n] = true
-		}
-	}
 	for _, ph := range pt.Spec.Phases {
 		for _, key := range ph.Outputs {
-			p := wfv1.Parameter{
+			params = append(params, wfv1.Parameter{
 				Name:        OutputParameterName(ph.Name, key),
-				Description: wfv1.AnyStringPtr(fmt.Sprintf("output %q of phase %q", key, ph.Name)),
-				ValueFrom:   &wfv1.ValueFrom{},
-			}
-			if looped[ph.Name] {
-				p.ValueFrom.JQFilter = LoopedOutputJQ(ph.Name, key)
-				p.Description = wfv1.AnyStringPtr(fmt.Sprintf("output %q of phase %q, from the latest iteration that reported it", key, ph.Name))
-			} else {
-				p.ValueFrom.JSONPath = OutputJSONPath(ph.Name, key)
-			}
-			params = append(params, p)
+				Description: wfv1.AnyStringPtr(fmt.Sprintf("output %q of phase %q, from its latest succeeded attempt", key, ph.Name)),
+				ValueFrom:   &wfv1.ValueFrom{JQFilter: OutputJQ(ph.Name, key)},
+			})
 		}
 	}
 	return params
 }
 
-// OutputJSONPath is the kubectl JSONPath of a phase's output. Phase names
-// and keys are restricted by the API (DNS label, identifier), so they need
-// no quoting.
-func OutputJSONPath(phase, key string) string {
-	return fmt.Sprintf(`{.status.phases[?(@.name=="%s")].outputs.%s}`, phase, key)
-}
-
-// LoopedOutputJQ is the jq filter reading a looped phase's output from the
-// latest iteration (status.phases[].iteration is omitted when 0) that
-// reported it; "" when none did.
-func LoopedOutputJQ(phase, key string) string {
-	return fmt.Sprintf(`[.status.phases[]? | select(.name == "%s" and .outputs.%s != null)] | max_by(.iteration // 0) | .outputs.%s // ""`, phase, key, key)
+// OutputJQ is the jq filter reading a phase's output from its latest
+// (iteration, then attempt; both omitted when 0) Succeeded entry that
+// reported it; "" when none did. Phase names and keys are restricted by the
+// API (DNS label, identifier), so they need no quoting.
+func OutputJQ(phase, key string) string {
+	return fmt.Sprintf(`[.status.phases[]? | select(.name == "%s" and .state == "Succeeded" and .outputs.%s != null)] | max_by([.iteration // 0, .attempt // 0]) | .outputs.%s // ""`, phase, key, key)
 }
 
 // Manifest renders pt as the YAML Argo creates: apiVersion, kind, the

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -432,12 +433,36 @@ func TestOutputs(t *testing.T) {
 			t.Errorf("(-want +got):\n%s", d)
 		}
 		// A JSONPath filter would have printed every iteration.
-		if v := kubectlJSONPath(t, ptObject(t, &pt), OutputJSONPath("validate", "loss")); v != "0.31 0.17 0.09" {
+		if v := kubectlJSONPath(t, ptObject(t, &pt), `{.status.phases[?(@.name=="validate")].outputs.loss}`); v != "0.31 0.17 0.09" {
 			t.Errorf("jsonpath over iterations = %q", v)
 		}
 		pt.Status.Phases = pt.Status.Phases[:1]
-		if v := argoJQ(t, ptObject(t, &pt), LoopedOutputJQ("validate", "loss")); v != "" {
+		if v := argoJQ(t, ptObject(t, &pt), OutputJQ("validate", "loss")); v != "" {
 			t.Errorf("no iteration reported: %q", v)
+		}
+	})
+	// A retried phase: the failed attempts keep what they reported; the
+	// output is the succeeded attempt's only (a JSONPath filter printed
+	// "0.1 0.1" for two attempts).
+	t.Run("retried", func(t *testing.T) {
+		pt := pts["train-validate-test.yaml"][0]
+		pt.Status = v1alpha1.PhasedTrainingStatus{State: v1alpha1.PipelineSucceeded, Phases: []v1alpha1.PhaseStatus{
+			{Name: "train", State: v1alpha1.PhaseSucceeded},
+			{Name: "validate", State: v1alpha1.PhaseFailed, Outputs: map[string]string{"accuracy": "0.1"}},
+			{Name: "validate", Attempt: 1, State: v1alpha1.PhaseSucceeded, Outputs: map[string]string{"accuracy": "0.91"}},
+			{Name: "validate", Attempt: 2, State: v1alpha1.PhaseFailed, Outputs: map[string]string{"accuracy": "0.1"}},
+			{Name: "test", State: v1alpha1.PhaseSucceeded},
+		}}
+		if v := kubectlJSONPath(t, ptObject(t, &pt), `{.status.phases[?(@.name=="validate")].outputs.accuracy}`); v != "0.1 0.91 0.1" {
+			t.Errorf("jsonpath over attempts = %q", v)
+		}
+		if v := outputValue(t, OutputParameters(&pt)[2], ptObject(t, &pt)); v != "0.91" {
+			t.Errorf("validate-accuracy = %q, want the succeeded attempt's 0.91", v)
+		}
+		// Only failed attempts reported: nothing.
+		pt.Status.Phases = slices.Delete(pt.Status.Phases, 2, 3)
+		if v := outputValue(t, OutputParameters(&pt)[2], ptObject(t, &pt)); v != "" {
+			t.Errorf("validate-accuracy with no succeeded attempt = %q, want \"\"", v)
 		}
 	})
 }
@@ -472,6 +497,10 @@ func argoExamples(t *testing.T) (wfts map[string]*wfv1.WorkflowTemplate, wfs map
 				t.Fatalf("%s: %v", f, err)
 			}
 			wfs[filepath.Base(f)] = &w
+		case "ServiceAccount":
+			if filepath.Base(f) != "rbac.yaml" { // the workflow's RBAC (test/e2e checks it)
+				t.Fatalf("%s: kind %q", f, tm.Kind)
+			}
 		default:
 			t.Fatalf("%s: kind %q", f, tm.Kind)
 		}
@@ -494,11 +523,23 @@ func TestArgoExamples(t *testing.T) {
 		"inputs.parameters.traceparent":       "",
 		"inputs.parameters.baseline-accuracy": "0.8123",
 	}
-	check := func(file string, tmpls []wfv1.Template) {
+	check := func(file string, spec *wfv1.WorkflowSpec) {
+		tmpls := spec.Templates
+		// The exit handler stops the workflow's unfinished pipelines.
+		var stop *wfv1.Template
+		for i := range tmpls {
+			if tmpls[i].Name == spec.OnExit {
+				stop = &tmpls[i]
+			}
+		}
+		if spec.OnExit == "" || stop == nil || stop.Resource == nil ||
+			stop.Resource.Action != "delete" || !slices.Equal(stop.Resource.Flags, StopFlags()) || stop.Resource.Manifest != "" {
+			t.Errorf("%s: onExit %q is not the delete of StopFlags: %+v", file, spec.OnExit, stop)
+		}
 		n := 0
 		for i := range tmpls {
 			tmpl := &tmpls[i]
-			if tmpl.Resource == nil {
+			if tmpl.Resource == nil || tmpl.Name == spec.OnExit {
 				continue
 			}
 			n++
@@ -523,13 +564,13 @@ func TestArgoExamples(t *testing.T) {
 	}
 	for file, w := range wfts {
 		validateWFT(t, g, w)
-		check(file, w.Spec.Templates)
+		check(file, &w.Spec)
 	}
 	for file, w := range wfs {
 		if err := validate.ValidateWorkflow(g, cwftGetter{}, w.DeepCopy(), nil, lint); err != nil {
 			t.Errorf("%s: ValidateWorkflow: %v", file, err)
 		}
-		check(file, w.Spec.Templates)
+		check(file, &w.Spec)
 	}
 }
 

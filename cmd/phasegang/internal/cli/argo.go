@@ -54,7 +54,7 @@ is reported as "FILE: namespace/name: field.path: problem".`,
 	fl.StringVarP(&f.output, "output", "o", "yaml", "output: yaml or json")
 	fl.StringVar(&f.name, "name", "", "WorkflowTemplate name (default: the PhasedTraining's name; one PhasedTraining only)")
 	fl.StringVarP(&f.namespace, "namespace", "n", "", "WorkflowTemplate namespace (default: the PhasedTraining's)")
-	fl.StringVar(&f.serviceAccount, "service-account", "", "service account of the Workflow's pods (needs create/get on phasedtrainings)")
+	fl.StringVar(&f.serviceAccount, "service-account", "", "service account of the Workflow's pods; it needs the Role of examples/argo/rbac.yaml (create, get, list, watch, delete on phasedtrainings; create, patch on workflowtaskresults)")
 	_ = cmd.MarkFlagRequired("filename")
 	return cmd
 }

@@ -47,6 +47,7 @@ func TestArgoTemplate(t *testing.T) {
 			Spec     struct {
 				Entrypoint         string
 				ServiceAccountName string
+				OnExit             string
 				Templates          []struct {
 					Name    string
 					Outputs struct{ Parameters []struct{ Name string } }
@@ -57,7 +58,7 @@ func TestArgoTemplate(t *testing.T) {
 			t.Fatal(err)
 		}
 		if wft.Kind != "WorkflowTemplate" || wft.Metadata.Name != "wt" || wft.Metadata.Namespace != "team" ||
-			wft.Spec.Entrypoint != "main" || wft.Spec.ServiceAccountName != "sa" || len(wft.Spec.Templates) != 2 {
+			wft.Spec.Entrypoint != "main" || wft.Spec.ServiceAccountName != "sa" || len(wft.Spec.Templates) != 3 || wft.Spec.OnExit != "stop-unfinished" {
 			t.Errorf("got %+v", wft)
 		}
 		var outs []string

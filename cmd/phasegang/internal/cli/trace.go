@@ -259,6 +259,9 @@ func printTrace(w io.Writer, tr *jaegerTrace, service string) error {
 	walk = func(s *jaegerSpan, depth int) {
 		fmt.Fprintf(w, "%s%s\n", strings.Repeat("  ", depth), spanLine(s))
 		if strings.HasPrefix(s.OperationName, "phase ") {
+			if v, ok := s.tag("phasegang.waiting_for"); ok && v != "" {
+				fmt.Fprintf(w, "%swaited for: %s\n", strings.Repeat("  ", depth+1), v)
+			}
 			for _, l := range s.Logs {
 				fmt.Fprintf(w, "%s%s\n", strings.Repeat("  ", depth+1), logLine(s, l.Timestamp, l.Fields))
 			}
@@ -308,12 +311,29 @@ func spanLine(s *jaegerSpan) string {
 		add("granted", "phasegang.gang.granted")
 		add("gpus", "phasegang.gpus")
 		add("outcome", "phasegang.outcome")
+		if nodes := spanNodes(s); len(nodes) > 0 {
+			attrs = append(attrs, "nodes="+strings.Join(nodes, ","))
+		}
 	}
 	line := label + "  " + fmtDuration(micros(s.Duration))
 	if len(attrs) > 0 {
 		line += "  " + strings.Join(attrs, " ")
 	}
 	return line
+}
+
+// spanNodes reads phasegang.nodes, a string slice attribute, which
+// Jaeger's API returns as a JSON array in a string.
+func spanNodes(s *jaegerSpan) []string {
+	v, ok := s.tag("phasegang.nodes")
+	if !ok || v == "" {
+		return nil
+	}
+	var nodes []string
+	if err := json.Unmarshal([]byte(v), &nodes); err != nil {
+		return []string{v}
+	}
+	return nodes
 }
 
 func logLine(s *jaegerSpan, ts int64, fields []jaegerTag) string {

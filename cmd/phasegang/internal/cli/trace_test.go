@@ -23,7 +23,8 @@ const fixtureTraceID = "4bf92f3577b34da6a3ce929d0e0e4736"
 // GET /api/traces/<id>) printed for service phasegang.
 var wantTree = []string{
 	"PhasedTraining ml/resnet  2m13s  state=Succeeded",
-	"  phase train#0.0  1m40s  granted=8 gpus=8 outcome=Succeeded",
+	"  phase train#0.0  1m40s  granted=8 gpus=8 outcome=Succeeded nodes=gpu-a,gpu-b",
+	"    waited for: waiting for 8 GPUs: 3 free on 1 fitting node",
 	"    @47s Grow workers=8: grew by 4 workers",
 	"    queued  12s",
 	"    reserved  3s",
