@@ -8,6 +8,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
 	"github.com/phasegang/phasegang/internal/wrappers"
@@ -97,6 +98,20 @@ func validateCases() map[string]validateCase {
 		}), want: []string{
 			`spec.phases[0].template.spec.initContainers[0].resources.requests[example.com/nic]: Invalid value: "1": example.com/nic has a request but no limit: it cannot be overcommitted, so the API server rejects the worker pods; set limits[example.com/nic] to 1 too, or set only the limit (the request defaults to it)`,
 			`spec.phases[0].template.spec.initContainers[0].resources.requests[hugepages-2Mi]: Invalid value: "1Gi": hugepages-2Mi has a request but no limit: it cannot be overcommitted, so the API server rejects the worker pods; set limits[hugepages-2Mi] to 1Gi too, or set only the limit (the request defaults to it)`}},
+		"template-pinning nodeName": {pt: wrappers.MakePT("p").Phase("train", 1).PodSpec(func(s *corev1.PodSpec) { s.NodeName = "node-a" }), want: []string{
+			"spec.phases[0].template.spec.nodeName: Forbidden: phasegang pins workers to their granted nodes; a template must not bind its pods itself: remove nodeName and use nodeSelector or node affinity to choose nodes"}},
+		"template-pinning schedulerName": {pt: wrappers.MakePT("p").Phase("train", 1).PodSpec(func(s *corev1.PodSpec) { s.SchedulerName = "volcano" }), want: []string{
+			`spec.phases[0].template.spec.schedulerName: Unsupported value: "volcano": supported values: "default-scheduler"`}},
+		"template-pinning default schedulerName": {pt: wrappers.MakePT("p").Phase("train", 1).PodSpec(func(s *corev1.PodSpec) { s.SchedulerName = "default-scheduler" })},
+		"template-pinning hostPort": {pt: wrappers.MakePT("p").Phase("train", 1).PodSpec(func(s *corev1.PodSpec) {
+			s.Containers[0].Ports = []corev1.ContainerPort{{ContainerPort: 29500}, {ContainerPort: 8080, HostPort: 8080}}
+		}), want: []string{
+			"spec.phases[0].template.spec.containers[0].ports[1].hostPort: Forbidden: phasegang may reserve several workers of a gang on one node, where their host ports would conflict (the engine does not model host ports yet): use the pod's own IP (the gang's headless Service) instead"}},
+		"template-pinning required anti-affinity": {pt: wrappers.MakePT("p").Phase("train", 1).PodSpec(func(s *corev1.PodSpec) {
+			s.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{
+				{TopologyKey: "kubernetes.io/hostname", LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "x"}}}}}}
+		}), want: []string{
+			"spec.phases[0].template.spec.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution: Forbidden: the engine does not model required pod anti-affinity yet and would reserve placements kube-scheduler refuses: use preferredDuringSchedulingIgnoredDuringExecution, or whole-node resource requests to get one worker per node"}},
 		"template-pod fractional extended resource": {pt: wrappers.MakePT("p").Phase("train", 1).Resources(
 			nil, corev1.ResourceList{gpu: q("500m"), "cpu": q("500m")}), want: []string{
 			`spec.phases[0].template.spec.containers[0].resources.limits[nvidia.com/gpu]: Invalid value: "500m": must be a whole number: the API server rejects fractions of an extended resource`}},
