@@ -88,8 +88,6 @@ func isQuotaRejection(err error) bool {
 	return strings.Contains(msg, "exceeded quota") || strings.Contains(msg, "failed quota")
 }
 
-
-
 // podCheck is the reconciler's hook: a status stored for this generation
 // (ObservedGeneration) means the check passed before it was stored, so a
 // restarted controller does not redo it.
