@@ -72,7 +72,7 @@ func TestAPIServerRestart(t *testing.T) {
 	})
 	resumed := time.Since(back)
 	t.Logf("API server down %s; first pod of a pipeline created after it came back: %s later", outage, resumed.Round(100*time.Millisecond))
-	if resumed > 5*time.Second {
+	if resumed > 8*time.Second {
 		t.Errorf("the controller took %s to resume after the API server came back, want a few seconds", resumed.Round(100*time.Millisecond))
 	}
 	eventually(t, 10*time.Second, "/readyz to pass again", func() (bool, error) {
