@@ -42,7 +42,9 @@ func TestAPIServerRestart(t *testing.T) {
 	ns := namespace(t)
 	nodes(t, "pool-restart", 1, 8)
 	before := makePT(ns, "before").phase("work", 1, 1, worker("pool-restart", 1, 1, "")).create(t)
+	start := time.Now()
 	waitState(t, before, v1alpha1.PipelineSucceeded, 30*time.Second)
+	t.Logf("before the outage: a pipeline ran in %s", time.Since(start).Round(100*time.Millisecond))
 	if err := readyz(); err != nil {
 		t.Fatalf("/readyz before the outage: %v", err)
 	}
@@ -82,6 +84,7 @@ func TestAPIServerRestart(t *testing.T) {
 	// kube-scheduler and kwok keep client-go's default backoff: wait for
 	// them too, so the following tests start on a working cluster.
 	waitState(t, after, v1alpha1.PipelineSucceeded, 90*time.Second)
+	t.Logf("after the outage: the new pipeline succeeded %s after the API server came back", time.Since(back).Round(100*time.Millisecond))
 }
 
 // apiserver runs test/cluster/apiserver.sh stop|start on the cluster in dir.
