@@ -4,11 +4,13 @@
 # to test clients through an API server outage.
 #
 # Usage: test/cluster/apiserver.sh stop|start [--dir DIR] [--timeout SEC]
-#   stop     SIGTERM kube-apiserver, wait until it has exited (SIGKILL after --timeout)
+#   stop     SIGTERM kube-apiserver, SIGKILL it after --grace seconds (default 3; its graceful
+#            shutdown drains long watches for a minute), wait until it has exited
 #   start    start it again (log appended to DIR/logs/kube-apiserver.log), wait for /readyz;
 #            DIR/pids/kube-apiserver.pid gets the new PID
 #   --dir    the cluster's state dir (default $PHASEGANG_CLUSTER_DIR, else ${TMPDIR:-/tmp}/phasegang-cluster)
-#   --timeout seconds to wait (default 60)
+#   --timeout seconds to wait for /readyz after start (default 60)
+#   --grace  seconds between SIGTERM and SIGKILL on stop (default 3)
 set -euo pipefail
 
 die() { echo "apiserver.sh: error: $*" >&2; exit 1; }
@@ -19,12 +21,15 @@ action=${1:-}
 shift
 dir=${PHASEGANG_CLUSTER_DIR:-${TMPDIR:-/tmp}/phasegang-cluster}
 timeout=60
+grace=3
 while (($#)); do
   case "$1" in
     --dir) dir=${2:?--dir needs a value}; shift 2 ;;
     --dir=*) dir=${1#*=}; shift ;;
     --timeout) timeout=${2:?--timeout needs a value}; shift 2 ;;
     --timeout=*) timeout=${1#*=}; shift ;;
+    --grace) grace=${2:?--grace needs a value}; shift 2 ;;
+    --grace=*) grace=${1#*=}; shift ;;
     -h|--help) usage; exit 0 ;;
     *) usage >&2; die "unknown argument '$1'" ;;
   esac
@@ -37,11 +42,12 @@ case "$action" in
 stop)
   pid=$(cat "$pidfile" 2>/dev/null) || die "$pidfile missing"
   kill "$pid" 2>/dev/null || exit 0 # not running
-  for ((i = 0; i < timeout * 10; i++)); do
+  for ((i = 0; i < grace * 10; i++)); do
     kill -0 "$pid" 2>/dev/null || exit 0
     sleep 0.1
   done
   kill -9 "$pid" 2>/dev/null || true
+  while kill -0 "$pid" 2>/dev/null; do sleep 0.1; done
   ;;
 start)
   if [[ -s "$pidfile" ]] && kill -0 "$(cat "$pidfile")" 2>/dev/null; then
