@@ -46,6 +46,8 @@ type Reconciler struct {
 
 	mu       sync.Mutex
 	compiled map[types.UID]compiledSpec
+	// checked is the pod check of each pipeline's spec (podcheck.go).
+	checked map[types.UID]checkedSpec
 	// heldSince is when a pipeline's status first differed from the
 	// stored one in progress alone (see holdProgress).
 	heldSince map[types.NamespacedName]time.Time
@@ -149,6 +151,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	pl, errs := r.compile(pt)
 	if len(errs) > 0 {
+		return ctrl.Result{}, r.markInvalid(ctx, pt, errs)
+	}
+	if errs, err := r.podCheck(ctx, pt); err != nil || len(errs) > 0 {
+		if err != nil {
+			return ctrl.Result{}, err
+		}
 		return ctrl.Result{}, r.markInvalid(ctx, pt, errs)
 	}
 	pods, err := r.ownedPods(ctx, pt)

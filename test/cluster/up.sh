@@ -10,6 +10,8 @@
 #   --bin-dir    use binaries from BIN instead of running build.sh (env PHASEGANG_K8S_BIN works too)
 #   --timeout    seconds to wait for each component (default 90)
 #   --profiling  serve kube-apiserver's /debug/pprof (test/scale -apiserver-profile)
+#   --workload-api  enable the GenericWorkload feature gate (kube-apiserver, kube-scheduler,
+#                kube-controller-manager) and serve scheduling.k8s.io/v1beta1 (Workload, PodGroup)
 #
 # Needs curl, setsid, base64, od and openssl (without openssl it builds
 # test/tools/cmd/certgen with Go instead).
@@ -27,6 +29,7 @@ dir=${TMPDIR:-/tmp}/phasegang-cluster
 bin=${PHASEGANG_K8S_BIN:-}
 timeout=90
 profiling=false
+workload_api=false
 
 die() { echo "up.sh: error: $*" >&2; exit 1; }
 usage() { awk 'NR>1 && /^#/ {sub(/^# ?/, ""); print; next} NR>1 {exit}' "${BASH_SOURCE[0]}"; }
@@ -44,6 +47,7 @@ while (($#)); do
     --timeout) timeout=${2:?--timeout needs a value}; shift 2 ;;
     --timeout=*) timeout=${1#*=}; shift ;;
     --profiling) profiling=true; shift ;;
+    --workload-api) workload_api=true; shift ;;
     -h|--help) usage; exit 0 ;;
     *) usage >&2; die "unknown argument '$1'" ;;
   esac
@@ -234,8 +238,14 @@ wait_for etcd "etcd health (http://127.0.0.1:$etcd_port/health)" \
   bash -c "curl -fs --max-time 2 http://127.0.0.1:$etcd_port/health | grep -q '\"health\":\"true\"'"
 
 # ---------------------------------------------------------------- kube-apiserver
+# Extra flags of --workload-api (Kubernetes' gang API, KEP-4671).
+api_extra=() component_extra=()
+if $workload_api; then
+  api_extra=(--feature-gates=GenericWorkload=true --runtime-config=scheduling.k8s.io/v1beta1=true)
+  component_extra=(--feature-gates=GenericWorkload=true)
+fi
 say "starting kube-apiserver on $server"
-start kube-apiserver "$bin/kube-apiserver" \
+apiserver_cmd=("$bin/kube-apiserver" \
   --etcd-servers="http://127.0.0.1:$etcd_port" \
   --bind-address=127.0.0.1 \
   --advertise-address=127.0.0.1 \
@@ -252,7 +262,11 @@ start kube-apiserver "$bin/kube-apiserver" \
   --disable-admission-plugins=ServiceAccount,TaintNodesByCondition \
   --endpoint-reconciler-type=none \
   --allow-privileged=true \
-  --profiling="$profiling"
+  --profiling="$profiling" \
+  "${api_extra[@]}")
+# The command line, NUL-separated, for apiserver.sh (restarts it the same way).
+printf '%s\0' "${apiserver_cmd[@]}" >"$dir/run/kube-apiserver.cmd"
+start kube-apiserver "${apiserver_cmd[@]}"
 wait_for kube-apiserver "kube-apiserver /readyz" "$kubectl" --kubeconfig "$kubeconfig" get --raw /readyz
 
 # ---------------------------------------------------------------- controllers, scheduler, kwok
@@ -271,7 +285,8 @@ start kube-controller-manager "$bin/kube-controller-manager" \
   --root-ca-file="$pki/apiserver.crt" \
   --node-monitor-grace-period=120s \
   --flex-volume-plugin-dir="$dir/run/flexvolume" \
-  --profiling=false
+  --profiling=false \
+  "${component_extra[@]}"
 start kube-scheduler "$bin/kube-scheduler" \
   --kubeconfig="$kubeconfig" \
   --authentication-kubeconfig="$kubeconfig" \
@@ -280,7 +295,8 @@ start kube-scheduler "$bin/kube-scheduler" \
   --secure-port="$sched_port" \
   --cert-dir="$dir/run/kube-scheduler" \
   --leader-elect=false \
-  --profiling=false
+  --profiling=false \
+  "${component_extra[@]}"
 
 kwok_config=$dir/kwok/kwok.yaml
 {

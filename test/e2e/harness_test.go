@@ -107,6 +107,8 @@ func run(m *testing.M) int {
 type controllerProcess struct {
 	cmd *exec.Cmd
 	log *os.File
+	// probes is the address of its /healthz and /readyz.
+	probes string
 }
 
 var starts int
@@ -118,14 +120,15 @@ func startController() *controllerProcess {
 	if err != nil {
 		panic(err)
 	}
+	probes := "127.0.0.1:" + freePort()
 	cmd := exec.Command(binary, "controller", "--metrics-bind-address", "127.0.0.1:"+freePort(),
-		"--health-probe-bind-address", "127.0.0.1:"+freePort(), "--resync", "1s", "--starvation-bound", "1m")
+		"--health-probe-bind-address", probes, "--resync", "1s", "--starvation-bound", "1m")
 	cmd.Stdout, cmd.Stderr = f, f
 	cmd.Env = append(os.Environ(), extraControllerEnv...)
 	if err := cmd.Start(); err != nil {
 		panic(err)
 	}
-	return &controllerProcess{cmd: cmd, log: f}
+	return &controllerProcess{cmd: cmd, log: f, probes: probes}
 }
 
 // extraControllerEnv is added to the controller's environment (tracing).

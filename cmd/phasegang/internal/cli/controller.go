@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -73,8 +74,12 @@ func runController(f *controllerFlags) error {
 	if err != nil {
 		return fmt.Errorf("no cluster to talk to: %w", err)
 	}
+	// The informers retry within seconds after an API server outage, and
+	// /readyz fails while it lasts (controllers/health.go).
+	reach := &controllers.APIReachability{}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                        controllers.Scheme(),
+		Cache:                         cache.Options{NewInformer: reach.RecoveringInformer},
 		Metrics:                       metricsserver.Options{BindAddress: f.metricsAddr},
 		HealthProbeBindAddress:        f.probeAddr,
 		PprofBindAddress:              f.pprofAddr,
@@ -112,7 +117,11 @@ func runController(f *controllerFlags) error {
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		return err
 	}
-	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
+	apiCheck, err := controllers.APIServerCheck(cfg, reach)
+	if err != nil {
+		return err
+	}
+	if err := mgr.AddReadyzCheck("apiserver", apiCheck); err != nil {
 		return err
 	}
 	return mgr.Start(ctrl.SetupSignalHandler())

@@ -1,0 +1,30 @@
+package controllers
+
+import (
+	"errors"
+	"testing"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+func TestPermanentRejection(t *testing.T) {
+	pods := schema.GroupResource{Resource: "pods"}
+	for _, c := range []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"invalid", apierrors.NewInvalid(schema.GroupKind{Kind: "Pod"}, "p", field.ErrorList{field.Required(field.NewPath("spec"), "")}), true},
+		{"denied by a policy", apierrors.NewForbidden(pods, "p", errors.New("ValidatingAdmissionPolicy 'x' denied request")), true},
+		{"exceeded quota", apierrors.NewForbidden(pods, "p", errors.New("exceeded quota: q, requested: nvidia.com/gpu=8, used: nvidia.com/gpu=8, limited: nvidia.com/gpu=8")), false},
+		{"timeout", apierrors.NewTimeoutError("slow", 1), false},
+		{"unavailable", apierrors.NewServiceUnavailable("down"), false},
+		{"connection refused", errors.New("dial tcp 127.0.0.1:6443: connect: connection refused"), false},
+	} {
+		if got := PermanentRejection(c.err); got != c.want {
+			t.Errorf("%s: PermanentRejection = %v, want %v", c.name, got, c.want)
+		}
+	}
+}
