@@ -71,8 +71,10 @@ func (r *Reconciler) dryRunPod(ctx context.Context, pt *v1alpha1.PhasedTraining,
 
 // PermanentRejection reports whether the API server's answer to a pod
 // create rejects the pod itself (invalid, forbidden by admission or pod
-// security), rather than saying "not now": an exceeded quota frees up, a
-// timeout or an unavailable server passes.
+// security, a quota that requires limits the template does not set:
+// "failed quota: …: must specify limits.memory"), rather than saying "not
+// now": an exceeded quota frees up, a timeout or an unavailable server
+// passes.
 func PermanentRejection(err error) bool {
 	if isQuotaRejection(err) {
 		return false
@@ -85,7 +87,7 @@ func isQuotaRejection(err error) bool {
 		return false
 	}
 	msg := err.Error()
-	return strings.Contains(msg, "exceeded quota") || strings.Contains(msg, "failed quota")
+	return strings.Contains(msg, "exceeded quota")
 }
 
 // podCheck is the reconciler's hook: a status stored for this generation

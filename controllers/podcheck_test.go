@@ -19,6 +19,7 @@ func TestPermanentRejection(t *testing.T) {
 		{"invalid", apierrors.NewInvalid(schema.GroupKind{Kind: "Pod"}, "p", field.ErrorList{field.Required(field.NewPath("spec"), "")}), true},
 		{"denied by a policy", apierrors.NewForbidden(pods, "p", errors.New("ValidatingAdmissionPolicy 'x' denied request")), true},
 		{"exceeded quota", apierrors.NewForbidden(pods, "p", errors.New("exceeded quota: q, requested: nvidia.com/gpu=8, used: nvidia.com/gpu=8, limited: nvidia.com/gpu=8")), false},
+		{"quota requires a limit", apierrors.NewForbidden(pods, "p", errors.New("failed quota: mem: must specify limits.memory for: worker")), true},
 		{"timeout", apierrors.NewTimeoutError("slow", 1), false},
 		{"unavailable", apierrors.NewServiceUnavailable("down"), false},
 		{"connection refused", errors.New("dial tcp 127.0.0.1:6443: connect: connection refused"), false},

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -151,12 +150,12 @@ func TestQuotaInfeasible(t *testing.T) {
 	runsWhole(t, pt, ns)
 }
 
-// (c) A pod the API server refuses after the grant (here: a quota on
-// limits.memory, which makes it refuse containers that set no memory
-// limit, unless a LimitRange defaults one) shows on the pipeline as a
-// Warning event FailedCreate with the API server's words, not only in
-// the controller's log.
-func TestQuotaRefusedPodIsAnEvent(t *testing.T) {
+// (c) A quota that makes the API server refuse the template's pods (here
+// a quota on limits.memory: containers must then set a memory limit,
+// unless a LimitRange defaults one) is found by the pod check at arrival:
+// the pipeline is Invalid with the API server's words at the phase's
+// template, and no pod is created.
+func TestQuotaRefusedPodIsInvalid(t *testing.T) {
 	ns := namespace(t)
 	nodes(t, "pool-quota-ev", 1, 8)
 	rq := wrappers.MakeQuota(ns, "mem").Hard("limits.memory", "1Gi").Obj()
@@ -169,21 +168,20 @@ func TestQuotaRefusedPodIsAnEvent(t *testing.T) {
 		return err == nil && cur.Status.Hard != nil, err
 	})
 	pt := makePT(ns, "train").phase("train", 1, 1, worker("pool-quota-ev", 1, 2, "")).create(t)
-	var note string
-	eventually(t, 30*time.Second, "a FailedCreate event on the pipeline", func() (bool, error) {
-		var evs eventsv1.EventList
-		if err := k8s.List(context.Background(), &evs, client.InNamespace(ns)); err != nil {
-			return false, err
+	var msg string
+	eventually(t, 30*time.Second, "condition Invalid with the API server's reason", func() (bool, error) {
+		cur := get(t, pt)
+		c := meta.FindStatusCondition(cur.Status.Conditions, string(v1alpha1.ConditionInvalid))
+		if c == nil || c.Status != metav1.ConditionTrue {
+			return false, fmt.Errorf("%s", describe(cur))
 		}
-		for _, e := range evs.Items {
-			if e.Reason == "FailedCreate" && e.Regarding.Name == pt.Name && e.Type == corev1.EventTypeWarning {
-				note = e.Note
-				return true, nil
-			}
-		}
-		return false, fmt.Errorf("%d events, none FailedCreate", len(evs.Items))
+		msg = c.Message
+		return cur.Status.State == v1alpha1.PipelineInvalid, nil
 	})
-	if !strings.Contains(note, "limits.memory") {
-		t.Errorf("FailedCreate says %q, want the API server's reason (limits.memory)", note)
+	for _, want := range []string{"spec.phases[0].template", "limits.memory"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("Invalid says %q, want it to contain %q", msg, want)
+		}
 	}
+	holdNoPods(t, ns, 2*time.Second)
 }
