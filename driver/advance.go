@@ -72,6 +72,12 @@ func recordProgress(st *v1alpha1.PhasedTrainingStatus, obs Observations) {
 			continue
 		}
 		ps.Workers.Running, ps.Workers.Succeeded, ps.Workers.Failed = o.Running, o.Succeeded, o.Failed
+		// A gang that has not started says what it waits for, as a
+		// queued one does (the Starting condition shows it).
+		ps.WaitingFor = ""
+		if !started(ps) {
+			ps.WaitingFor = o.Waiting
+		}
 		if ps.StartTime == nil && !o.Started.IsZero() {
 			t := metav1.NewTime(o.Started)
 			ps.StartTime = &t

@@ -61,13 +61,21 @@ func setStepConditions(st *v1alpha1.PhasedTrainingStatus, step phases.Step, gen 
 // write before the pods are created.
 func setPhaseConditions(st *v1alpha1.PhasedTrainingStatus, gen int64) {
 	set := func(t v1alpha1.ConditionType, on bool, reason, msg string) { setCondition(st, gen, t, on, reason, msg) }
-	var running, queued []string
+	var running, starting, queued []string
 	var waiting string
 	for i := range st.Phases {
 		ps := &st.Phases[i]
 		switch ps.State {
 		case v1alpha1.PhaseRunning:
-			running = append(running, fmt.Sprintf("%s on %d workers", PhaseLabel(ps), len(ps.Assignments)))
+			if started(ps) {
+				running = append(running, fmt.Sprintf("%s on %d workers", PhaseLabel(ps), len(ps.Assignments)))
+				continue
+			}
+			s := fmt.Sprintf("%s: %d of %d workers running (it runs at %d)", PhaseLabel(ps), ps.Workers.Running, len(ps.Assignments), minWorkers(ps))
+			if ps.WaitingFor != "" {
+				s += "; " + ps.WaitingFor
+			}
+			starting = append(starting, s)
 		case v1alpha1.PhaseQueued:
 			queued = append(queued, PhaseLabel(ps))
 			if waiting == "" && ps.WaitingFor != "" {
@@ -80,7 +88,15 @@ func setPhaseConditions(st *v1alpha1.PhasedTrainingStatus, gen int64) {
 	} else {
 		set(v1alpha1.ConditionRunning, false, v1alpha1.ReasonWaitingForCapacity, "no phase is running")
 	}
-	if len(queued) > 0 && len(running) == 0 && !isTrue(st, v1alpha1.ConditionInfeasible) {
+	// Starting: a gang is reserved but fewer than its min workers run (its
+	// pods are Pending, pulling, waiting for a volume). It is not Running:
+	// a synchronous job would still wait at its rendezvous.
+	if len(starting) > 0 && len(running) == 0 {
+		set(v1alpha1.ConditionStarting, true, v1alpha1.ReasonGangStarting, "starting: "+strings.Join(starting, ", "))
+	} else if meta.FindStatusCondition(st.Conditions, string(v1alpha1.ConditionStarting)) != nil {
+		set(v1alpha1.ConditionStarting, false, v1alpha1.ReasonPhaseRunning, "")
+	}
+	if len(queued) > 0 && len(running) == 0 && len(starting) == 0 && !isTrue(st, v1alpha1.ConditionInfeasible) {
 		if waiting == "" {
 			waiting = "queued: " + strings.Join(queued, ", ")
 		}
@@ -88,6 +104,22 @@ func setPhaseConditions(st *v1alpha1.PhasedTrainingStatus, gen int64) {
 	} else {
 		set(v1alpha1.ConditionQueued, false, v1alpha1.ReasonPhaseRunning, "")
 	}
+}
+
+// started reports whether a reserved gang runs: at least its min workers
+// run, or it has started before (every worker ran once; some may have
+// ended since).
+func started(ps *v1alpha1.PhaseStatus) bool {
+	return ps.StartTime != nil || ps.Workers.Running >= minWorkers(ps) ||
+		ps.Workers.Running+ps.Workers.Succeeded+ps.Workers.Failed >= int32(len(ps.Assignments))
+}
+
+// minWorkers is the gang's min, or its grant when the status does not say.
+func minWorkers(ps *v1alpha1.PhaseStatus) int32 {
+	if ps.Workers.Min > 0 {
+		return min(ps.Workers.Min, int32(len(ps.Assignments)))
+	}
+	return int32(len(ps.Assignments))
 }
 
 // settled: a finished or invalid pipeline's conditions are the step's

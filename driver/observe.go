@@ -2,6 +2,7 @@ package driver
 
 import (
 	"encoding/json"
+	"fmt"
 	"strconv"
 	"strings"
 	"time"
@@ -19,6 +20,10 @@ type Workers struct {
 	// granted worker has (zero until then). It is read from the workers
 	// themselves, so it is the same whenever it is observed.
 	Started time.Time
+	// Waiting says why the first worker that has not started waits, read
+	// from its pod (kube-scheduler's PodScheduled message, a container's
+	// waiting reason such as ImagePullBackOff); empty when none waits.
+	Waiting string
 }
 
 // Observations maps running phase attempts to what was seen of them.
@@ -99,6 +104,9 @@ func observeGang(ps *v1alpha1.PhaseStatus, pods map[int32]*corev1.Pod, declared 
 		if p == nil || p.DeletionTimestamp != nil || p.Spec.NodeName != ps.Assignments[idx] && p.Spec.NodeName != "" {
 			// A terminating pod is an old gang's (a requeue reuses
 			// names), not this one's.
+			if why := missingWorker(p, ps.Assignments[idx]); o.Waiting == "" && why != "" {
+				o.Waiting = fmt.Sprintf("worker %d: %s", idx, why)
+			}
 			continue
 		}
 		switch p.Status.Phase {
@@ -113,6 +121,9 @@ func observeGang(ps *v1alpha1.PhaseStatus, pods map[int32]*corev1.Pod, declared 
 			o.Outputs = mergeOutputs(o.Outputs, p, declared)
 			o.ChiefFailed = o.ChiefFailed || idx == 0
 		default:
+			if why := podWaiting(p); o.Waiting == "" && why != "" {
+				o.Waiting = fmt.Sprintf("worker %d: %s", idx, why)
+			}
 			continue // not started yet
 		}
 		if t := workerStart(p); t.After(lastStart) {
@@ -126,6 +137,44 @@ func observeGang(ps *v1alpha1.PhaseStatus, pods map[int32]*corev1.Pod, declared 
 		o.Started = lastStart
 	}
 	return o
+}
+
+// missingWorker says why a granted worker has no pod of its own, or ""
+// when its pod is simply not created yet (the reconcile that follows a
+// grant creates it: saying so would cost a status write per grant).
+func missingWorker(p *corev1.Pod, node string) string {
+	switch {
+	case p == nil:
+		return ""
+	case p.DeletionTimestamp != nil:
+		return "an earlier pod of the same name is still terminating"
+	default:
+		return fmt.Sprintf("its pod is bound to %s, not to its reserved node %s", p.Spec.NodeName, node)
+	}
+}
+
+// podWaiting says why a pod that has not started waits, in the words of
+// whoever holds it: kube-scheduler (PodScheduled false: "0/2 nodes are
+// available: persistentvolumeclaim "ckpt" not found"), the kubelet (a
+// container waiting: "ImagePullBackOff: Back-off pulling image ..."), or
+// "" while nobody has said anything is wrong (a pod just created, an
+// image being pulled): the status changes only when there is a reason.
+func podWaiting(p *corev1.Pod) string {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse {
+			return strings.TrimSpace(c.Reason + ": " + c.Message)
+		}
+	}
+	for _, cs := range append(append([]corev1.ContainerStatus(nil), p.Status.InitContainerStatuses...), p.Status.ContainerStatuses...) {
+		if w := cs.State.Waiting; w != nil && w.Reason != "" && w.Reason != "PodInitializing" && w.Reason != "ContainerCreating" {
+			msg := w.Reason
+			if w.Message != "" {
+				msg += ": " + w.Message
+			}
+			return fmt.Sprintf("container %s: %s", cs.Name, msg)
+		}
+	}
+	return ""
 }
 
 // workerStart is when a started pod's containers started (the latest of

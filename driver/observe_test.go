@@ -1,12 +1,14 @@
 package driver
 
 import (
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/phasegang/phasegang/apis/v1alpha1"
@@ -241,7 +243,8 @@ func TestObserve(t *testing.T) {
 				pods = tc.pods(pt)
 			}
 			got := Observe(pl, st, pods, now)
-			if d := cmp.Diff(tc.want, got, cmpopts.EquateEmpty()); d != "" {
+			// Waiting has its own test (TestObserveWaiting).
+			if d := cmp.Diff(tc.want, got, cmpopts.EquateEmpty(), cmpopts.IgnoreFields(Workers{}, "Waiting")); d != "" {
 				t.Errorf("observations (-want +got):\n%s", d)
 			}
 			if d := cmp.Diff(before, st); d != "" {
@@ -266,6 +269,7 @@ func TestObserve(t *testing.T) {
 				// Nothing else of the phase status changes.
 				b, a := before.Phases[i], st.Phases[i]
 				b.Workers, b.StartTime, a.Workers, a.StartTime = v1alpha1.WorkerCounts{}, nil, v1alpha1.WorkerCounts{}, nil
+				b.WaitingFor, a.WaitingFor = "", "" // what a starting gang waits for: TestObserveWaiting
 				if d := cmp.Diff(b, a); d != "" {
 					t.Errorf("phase %d: other fields changed (-before +after):\n%s", i, d)
 				}
@@ -375,6 +379,79 @@ func TestWorkerIndex(t *testing.T) {
 			got, ok := WorkerIndex(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Labels: tc.labels}})
 			if got != tc.want || ok != tc.ok {
 				t.Errorf("WorkerIndex = %d, %v; want %d, %v", got, ok, tc.want, tc.ok)
+			}
+		})
+	}
+}
+
+// A gang whose workers do not start says why, in the words of whoever
+// holds the first waiting worker, and the pipeline is Starting, not
+// Running, until at least min workers run.
+func TestObserveWaiting(t *testing.T) {
+	pt := wrappers.MakePT("job").Phase("train", 3).Obj()
+	ps := wrappers.Starting("train", "n1", "n2", "n3")
+	pt.Status.Phases = []v1alpha1.PhaseStatus{ps}
+	pl := compile(t, pt)
+	unschedulable := func(p *corev1.Pod) {
+		p.Spec.NodeName = ""
+		p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse,
+			Reason: "Unschedulable", Message: `0/2 nodes are available: persistentvolumeclaim "ckpt" not found.`}}
+	}
+	pullBackOff := func(p *corev1.Pod) {
+		p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "worker", State: corev1.ContainerState{
+			Waiting: &corev1.ContainerStateWaiting{Reason: "ImagePullBackOff", Message: `Back-off pulling image "trainer:v9"`}}}}
+	}
+	pod := func(idx int32, phase corev1.PodPhase, edit func(*corev1.Pod)) corev1.Pod {
+		p := workerPodOf(pt, ps, idx, ps.Assignments[idx], phase)
+		if edit != nil {
+			edit(&p)
+		}
+		return p
+	}
+	tests := map[string]struct {
+		pods      []corev1.Pod
+		want      string
+		wantState v1alpha1.PipelineState
+	}{
+		"no pod yet: nothing to say (the next reconcile creates them)": {
+			wantState: v1alpha1.PipelineStarting},
+		"just created: nothing is wrong yet": {
+			pods:      []corev1.Pod{pod(0, corev1.PodPending, nil), pod(1, corev1.PodPending, nil), pod(2, corev1.PodPending, nil)},
+			wantState: v1alpha1.PipelineStarting},
+		"kube-scheduler's reason": {
+			pods:      []corev1.Pod{pod(0, corev1.PodRunning, nil), pod(1, corev1.PodPending, unschedulable), pod(2, corev1.PodPending, pullBackOff)},
+			want:      `worker 1: Unschedulable: 0/2 nodes are available: persistentvolumeclaim "ckpt" not found.`,
+			wantState: v1alpha1.PipelineStarting},
+		"a container's waiting reason": {
+			pods:      []corev1.Pod{pod(0, corev1.PodRunning, nil), pod(1, corev1.PodRunning, nil), pod(2, corev1.PodPending, pullBackOff)},
+			want:      `worker 2: container worker: ImagePullBackOff: Back-off pulling image "trainer:v9"`,
+			wantState: v1alpha1.PipelineStarting},
+		"an earlier pod of the name still terminating": {
+			pods: []corev1.Pod{pod(0, corev1.PodRunning, func(p *corev1.Pod) {
+				p.DeletionTimestamp = &metav1.Time{Time: now}
+			})},
+			want:      "worker 0: an earlier pod of the same name is still terminating",
+			wantState: v1alpha1.PipelineStarting},
+		"min workers run: Running, nothing waits": {
+			pods:      []corev1.Pod{pod(0, corev1.PodRunning, nil), pod(1, corev1.PodRunning, nil), pod(2, corev1.PodRunning, nil)},
+			wantState: v1alpha1.PipelineRunning},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			got := Advance(pl, pt, Observe(pl, &pt.Status, tc.pods, now), now).Status
+			if w := got.Phases[0].WaitingFor; w != tc.want {
+				t.Errorf("waitingFor = %q, want %q", w, tc.want)
+			}
+			if got.State != tc.wantState {
+				t.Errorf("state = %s, want %s", got.State, tc.wantState)
+			}
+			c := meta.FindStatusCondition(got.Conditions, string(v1alpha1.ConditionStarting))
+			if tc.wantState == v1alpha1.PipelineStarting {
+				if c == nil || c.Status != metav1.ConditionTrue || !strings.Contains(c.Message, "train: ") || !strings.Contains(c.Message, tc.want) {
+					t.Errorf("Starting condition = %+v, want True naming train and %q", c, tc.want)
+				}
+			} else if c != nil && c.Status == metav1.ConditionTrue {
+				t.Errorf("Starting is still True: %+v", c)
 			}
 		})
 	}

@@ -116,6 +116,11 @@ func applyReserve(c *Change, i int, rv engine.Reservation, now time.Time) {
 		waited = fmt.Sprintf(" after %s queued", now.Sub(ps.QueuedTime.Time).Round(time.Second))
 	}
 	Reserve(c.Status, i, nodes, now)
+	if ph := SpecPhase(c.Pipeline, ps.Name); ph != nil {
+		// The gang's size, so the status can tell Starting from Running
+		// (at least min workers run).
+		ps.Workers.Min, ps.Workers.Desired = ph.Gang.Min, ph.Gang.DesiredOrMin()
+	}
 	setCondition(c.Status, c.Pipeline.Generation, v1alpha1.ConditionInfeasible, false, v1alpha1.ReasonGangReserved, "the gang fits")
 	c.Events = append(c.Events, normal("Reserved", "Schedule", fmt.Sprintf("phase %s: reserved %d workers on %s%s", PhaseLabel(ps), len(nodes), reservationText(ps.Reservation), waited)))
 }

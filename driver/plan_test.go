@@ -67,6 +67,15 @@ func runningConds(msg string) []metav1.Condition {
 	}
 }
 
+// startingConds: a gang reserved, none of its workers running yet.
+func startingConds(msg string) []metav1.Condition {
+	return []metav1.Condition{
+		condGen(1, v1alpha1.ConditionRunning, false, v1alpha1.ReasonWaitingForCapacity, "no phase is running"),
+		condGen(1, v1alpha1.ConditionStarting, true, v1alpha1.ReasonGangStarting, msg),
+		condGen(1, v1alpha1.ConditionQueued, false, v1alpha1.ReasonPhaseRunning, v1alpha1.ReasonPhaseRunning),
+	}
+}
+
 func queuedConds(why string) []metav1.Condition {
 	return []metav1.Condition{
 		condGen(1, v1alpha1.ConditionRunning, false, v1alpha1.ReasonWaitingForCapacity, "no phase is running"),
@@ -125,9 +134,9 @@ func TestApplyPlan(t *testing.T) {
 					// What it waited for goes into its history.
 					History: []v1alpha1.PhaseEvent{{Time: stamp, Type: v1alpha1.PhaseEventReserved, Workers: 2, Message: "needs 2 × {cpu: 1} at once"}},
 				}},
-				Conditions: append(runningConds("running: train on 2 workers"),
+				Conditions: append(startingConds("starting: train: 0 of 2 workers running (it runs at 2)"),
 					condGen(1, v1alpha1.ConditionInfeasible, false, v1alpha1.ReasonGangReserved, "the gang fits")),
-				State:  v1alpha1.PipelineRunning,
+				State:  v1alpha1.PipelineStarting,
 				Events: []Event{normal("Reserved", "Schedule", "phase train: reserved 2 workers on n1×1, n2×1 after 30m0s queued")},
 			}},
 		},
@@ -268,11 +277,11 @@ func TestApplyPlan(t *testing.T) {
 			want: map[string]wantChange{
 				"ns/a": {
 					Phases: []v1alpha1.PhaseStatus{{Name: "train", State: v1alpha1.PhaseRunning, Assignments: []string{"n1", "n1"},
-						Reservation: map[string]int32{"n1": 2}, Workers: v1alpha1.WorkerCounts{Granted: 2}, ReservedTime: &stamp,
+						Reservation: map[string]int32{"n1": 2}, Workers: v1alpha1.WorkerCounts{Min: 2, Desired: 2, Granted: 2}, ReservedTime: &stamp,
 						History: []v1alpha1.PhaseEvent{{Time: stamp, Type: v1alpha1.PhaseEventReserved, Workers: 2}}}},
-					Conditions: append(runningConds("running: train on 2 workers"),
+					Conditions: append(startingConds("starting: train: 0 of 2 workers running (it runs at 2)"),
 						condGen(1, v1alpha1.ConditionInfeasible, false, v1alpha1.ReasonGangReserved, "the gang fits")),
-					State:  v1alpha1.PipelineRunning,
+					State:  v1alpha1.PipelineStarting,
 					Events: []Event{normal("Reserved", "Schedule", "phase train: reserved 2 workers on n1×2")},
 				},
 				"ns/b": {
@@ -392,8 +401,9 @@ func TestReserveCarriesAdvancesConditions(t *testing.T) {
 	ApplyPlan(engine.Plan{Reserves: []engine.Reservation{{Gang: gang("job", "train"),
 		Workers: []engine.WorkerPlacement{{Index: 0, Node: "n1"}, {Index: 1, Node: "n2"}}}}}, demandOf(pt), now, changes)
 	pt = after(t, pt, changes)
-	if pt.Status.State != v1alpha1.PipelineRunning {
-		t.Errorf("state after the grant = %s, want Running", pt.Status.State)
+	// Starting, not Running: no worker runs yet.
+	if pt.Status.State != v1alpha1.PipelineStarting {
+		t.Errorf("state after the grant = %s, want Starting", pt.Status.State)
 	}
 	next := Advance(pl, pt, Observe(pl, &pt.Status, nil, now.Add(time.Second)), now.Add(time.Second))
 	if d := cmp.Diff(&pt.Status, next.Status); d != "" {

@@ -262,8 +262,8 @@ const (
 
 // PhasedTrainingStatus is what phasegang observed and decided.
 type PhasedTrainingStatus struct {
-	// conditions are the pipeline's conditions (Queued, Running, Succeeded,
-	// Failed, Infeasible, Invalid).
+	// conditions are the pipeline's conditions (Queued, Starting, Running,
+	// Succeeded, Failed, Infeasible, Invalid).
 	// +optional
 	// +listType=map
 	// +listMapKey=type
@@ -274,7 +274,8 @@ type PhasedTrainingStatus struct {
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
 	// state summarizes the conditions in one word for tools such as Argo's
-	// successCondition: Pending, Queued, Running, Succeeded, Failed,
+	// successCondition: Pending, Queued, Starting (a gang is reserved but
+	// fewer than its min workers run), Running, Succeeded, Failed,
 	// Infeasible or Invalid. It is derived from conditions, never set alone.
 	// +optional
 	State PipelineState `json:"state,omitempty"`
@@ -312,13 +313,14 @@ type PhasedTrainingStatus struct {
 }
 
 // PipelineState is the one-word summary of a PhasedTraining.
-// +kubebuilder:validation:Enum=Pending;Queued;Running;Succeeded;Failed;Infeasible;Invalid
+// +kubebuilder:validation:Enum=Pending;Queued;Starting;Running;Succeeded;Failed;Infeasible;Invalid
 type PipelineState string
 
 // Pipeline states.
 const (
 	PipelinePending    PipelineState = "Pending"
 	PipelineQueued     PipelineState = "Queued"
+	PipelineStarting   PipelineState = "Starting"
 	PipelineRunning    PipelineState = "Running"
 	PipelineSucceeded  PipelineState = "Succeeded"
 	PipelineFailed     PipelineState = "Failed"
@@ -480,10 +482,12 @@ type WorkerCounts struct {
 // ConditionType is the type of a PhasedTraining condition.
 type ConditionType string
 
-// Condition types. At most one of Queued, Running, Succeeded, Failed,
-// Infeasible and Invalid is True at a time; status.state names it.
+// Condition types. At most one of Queued, Starting, Running, Succeeded,
+// Failed, Infeasible and Invalid is True at a time; status.state names it.
+// Starting: a gang is reserved but fewer than its min workers run yet.
 const (
 	ConditionQueued     ConditionType = "Queued"
+	ConditionStarting   ConditionType = "Starting"
 	ConditionRunning    ConditionType = "Running"
 	ConditionSucceeded  ConditionType = "Succeeded"
 	ConditionFailed     ConditionType = "Failed"
@@ -496,6 +500,7 @@ const (
 	ReasonWaitingForCapacity = "WaitingForCapacity"
 	ReasonBackoff            = "Backoff"
 	ReasonGangReserved       = "GangReserved"
+	ReasonGangStarting       = "GangStarting"
 	ReasonPhaseRunning       = "PhaseRunning"
 	ReasonAllPhasesEnded     = "AllPhasesEnded"
 	ReasonPhaseFailed        = "PhaseFailed"

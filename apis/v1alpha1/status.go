@@ -19,6 +19,7 @@ var summaryOrder = []struct {
 	{ConditionSucceeded, PipelineSucceeded},
 	{ConditionInfeasible, PipelineInfeasible},
 	{ConditionRunning, PipelineRunning},
+	{ConditionStarting, PipelineStarting},
 	{ConditionQueued, PipelineQueued},
 }
 

@@ -4,8 +4,16 @@ import (
 	"github.com/phasegang/phasegang/apis/v1alpha1"
 )
 
-// Running is a phase attempt holding a grant: worker i on nodes[i].
+// Running is a phase attempt holding a grant, worker i on nodes[i], whose
+// workers all run.
 func Running(name string, nodes ...string) v1alpha1.PhaseStatus {
+	return v1alpha1.PhaseStatus{Name: name, State: v1alpha1.PhaseRunning, Assignments: nodes,
+		Workers: v1alpha1.WorkerCounts{Running: int32(len(nodes))}}
+}
+
+// Starting is a phase attempt whose gang is reserved on nodes (worker i on
+// nodes[i]) but none of whose workers runs yet.
+func Starting(name string, nodes ...string) v1alpha1.PhaseStatus {
 	return v1alpha1.PhaseStatus{Name: name, State: v1alpha1.PhaseRunning, Assignments: nodes}
 }
 
