@@ -159,7 +159,7 @@ func WorkflowTemplate(pt *v1alpha1.PhasedTraining, o Options) (*wfv1.WorkflowTem
 
 // StopFlags are the kubectl arguments of StopTemplate's delete: every
 // PhasedTraining of this workflow (WorkflowLabel) in its namespace whose
-// status.state is not final (Pending, Queued, Running, Infeasible). Argo's
+// status.state is not final (Pending, Queued, Starting, Running, Infeasible). Argo's
 // executor runs `kubectl delete --ignore-not-found FLAGS -o name`
 // (workflow/executor/resource.go, getKubectlArguments). Succeeded, Failed
 // and Invalid ones are kept for their status: they never run again. The
