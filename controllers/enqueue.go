@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/phasegang/phasegang/apis/v1alpha1"
+	"github.com/phasegang/phasegang/driver"
 )
 
 // Reconcile priorities. Under load the reconcile queue holds most
@@ -116,8 +117,9 @@ func (podEvents) Generic(_ context.Context, e event.TypedGenericEvent[*corev1.Po
 
 // podUpdatePriority says whether a pod update matters to its pipeline and
 // how urgently: a worker that ended is critical, one being deleted is
-// normal, one that went Running only changes a count. Bindings, condition
-// and IP changes do not matter (the reconciler reads the phase).
+// normal, one that went Running only changes a count, and so does one whose
+// reason for not starting changed (driver.PodWaiting: the status quotes
+// it). Other bindings, condition and IP changes do not matter.
 func podUpdatePriority(o, n *corev1.Pod) (int, bool) {
 	switch {
 	case podEnded(o) != podEnded(n):
@@ -125,6 +127,8 @@ func podUpdatePriority(o, n *corev1.Pod) (int, bool) {
 	case (o.DeletionTimestamp == nil) != (n.DeletionTimestamp == nil):
 		return priorityNormal, true
 	case o.Status.Phase != n.Status.Phase:
+		return priorityLow, true
+	case n.Status.Phase == corev1.PodPending && driver.PodWaiting(o) != driver.PodWaiting(n):
 		return priorityLow, true
 	}
 	return 0, false

@@ -19,17 +19,21 @@ func TestPodUpdatePriority(t *testing.T) {
 		}
 		return p
 	}
+	unschedulable := pod(corev1.PodPending, "", false)
+	unschedulable.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse,
+		Reason: "Unschedulable", Message: `0/2 nodes are available: persistentvolumeclaim "ckpt" not found.`}}
 	tests := map[string]struct {
 		old, new *corev1.Pod
 		want     int
 		act      bool
 	}{
-		"bound by kube-scheduler":        {pod(corev1.PodPending, "", false), pod(corev1.PodPending, "n1", false), 0, false},
-		"went Running":                   {pod(corev1.PodPending, "n1", false), pod(corev1.PodRunning, "n1", false), priorityLow, true},
-		"succeeded":                      {pod(corev1.PodRunning, "n1", false), pod(corev1.PodSucceeded, "n1", false), priorityCritical, true},
-		"failed before running":          {pod(corev1.PodPending, "n1", false), pod(corev1.PodFailed, "n1", false), priorityCritical, true},
-		"deletion started":               {pod(corev1.PodRunning, "n1", false), pod(corev1.PodRunning, "n1", true), priorityNormal, true},
-		"status rewrite of an ended pod": {pod(corev1.PodSucceeded, "n1", false), pod(corev1.PodSucceeded, "n1", false), 0, false},
+		"unschedulable (the status quotes why)": {pod(corev1.PodPending, "", false), unschedulable, priorityLow, true},
+		"bound by kube-scheduler":               {pod(corev1.PodPending, "", false), pod(corev1.PodPending, "n1", false), 0, false},
+		"went Running":                          {pod(corev1.PodPending, "n1", false), pod(corev1.PodRunning, "n1", false), priorityLow, true},
+		"succeeded":                             {pod(corev1.PodRunning, "n1", false), pod(corev1.PodSucceeded, "n1", false), priorityCritical, true},
+		"failed before running":                 {pod(corev1.PodPending, "n1", false), pod(corev1.PodFailed, "n1", false), priorityCritical, true},
+		"deletion started":                      {pod(corev1.PodRunning, "n1", false), pod(corev1.PodRunning, "n1", true), priorityNormal, true},
+		"status rewrite of an ended pod":        {pod(corev1.PodSucceeded, "n1", false), pod(corev1.PodSucceeded, "n1", false), 0, false},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {

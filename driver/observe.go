@@ -121,7 +121,7 @@ func observeGang(ps *v1alpha1.PhaseStatus, pods map[int32]*corev1.Pod, declared 
 			o.Outputs = mergeOutputs(o.Outputs, p, declared)
 			o.ChiefFailed = o.ChiefFailed || idx == 0
 		default:
-			if why := podWaiting(p); o.Waiting == "" && why != "" {
+			if why := PodWaiting(p); o.Waiting == "" && why != "" {
 				o.Waiting = fmt.Sprintf("worker %d: %s", idx, why)
 			}
 			continue // not started yet
@@ -153,13 +153,13 @@ func missingWorker(p *corev1.Pod, node string) string {
 	}
 }
 
-// podWaiting says why a pod that has not started waits, in the words of
+// PodWaiting says why a pod that has not started waits, in the words of
 // whoever holds it: kube-scheduler (PodScheduled false: "0/2 nodes are
 // available: persistentvolumeclaim "ckpt" not found"), the kubelet (a
 // container waiting: "ImagePullBackOff: Back-off pulling image ..."), or
 // "" while nobody has said anything is wrong (a pod just created, an
 // image being pulled): the status changes only when there is a reason.
-func podWaiting(p *corev1.Pod) string {
+func PodWaiting(p *corev1.Pod) string {
 	for _, c := range p.Status.Conditions {
 		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse {
 			return strings.TrimSpace(c.Reason + ": " + c.Message)
