@@ -3,7 +3,6 @@ package crd_test
 import (
 	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -18,6 +17,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/phasegang/phasegang/apis/v1alpha1"
+	"github.com/phasegang/phasegang/internal/wrappers"
 	"github.com/phasegang/phasegang/phases"
 )
 
@@ -79,21 +79,9 @@ func paths(errs field.ErrorList) []string {
 func TestValidObjectsAreAdmitted(t *testing.T) {
 	s := newAPIServer(t)
 	objs := map[string]*v1alpha1.PhasedTraining{"pipeline": pipeline()}
-	files, err := filepath.Glob(filepath.Join("..", "..", "examples", "*.yaml"))
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no examples found: %v", err)
-	}
-	for _, f := range files {
-		data, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		pts, err := v1alpha1.Decode(data)
-		if err != nil {
-			t.Fatalf("%s: %v", f, err)
-		}
+	for file, pts := range wrappers.Examples(t, filepath.Join("..", "..", "examples")) {
 		for i := range pts {
-			objs[fmt.Sprintf("%s/%s", filepath.Base(f), pts[i].Name)] = &pts[i]
+			objs[fmt.Sprintf("%s/%s", file, pts[i].Name)] = &pts[i]
 		}
 	}
 	for name, pt := range objs {

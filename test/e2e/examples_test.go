@@ -5,9 +5,11 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -19,6 +21,7 @@ import (
 
 	"github.com/phasegang/phasegang/apis/v1alpha1"
 	"github.com/phasegang/phasegang/driver"
+	"github.com/phasegang/phasegang/internal/wrappers"
 )
 
 // blockAfter is the ```sh block that follows the line `marker` in file.
@@ -56,20 +59,10 @@ func blockAfter(t *testing.T, file, marker string) docBlock {
 // its conditions allow with it.
 func TestExamples(t *testing.T) {
 	ctx := context.Background()
-	files, err := filepath.Glob(filepath.Join(repoRoot, "examples", "*.yaml"))
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no examples: %v", err)
-	}
 	var want []*v1alpha1.PhasedTraining
-	for _, f := range files {
-		data, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		pts, err := v1alpha1.Decode(data)
-		if err != nil {
-			t.Fatalf("%s: %v", f, err)
-		}
+	examples := wrappers.Examples(t, filepath.Join(repoRoot, "examples"))
+	for _, file := range slices.Sorted(maps.Keys(examples)) {
+		pts := examples[file]
 		for i := range pts {
 			want = append(want, &pts[i])
 		}

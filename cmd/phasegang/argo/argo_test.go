@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/phasegang/phasegang/apis/v1alpha1"
+	"github.com/phasegang/phasegang/internal/wrappers"
 	"github.com/phasegang/phasegang/phases"
 )
 
@@ -70,24 +71,7 @@ func validateWFT(t *testing.T, g wftGetter, wft *wfv1.WorkflowTemplate) {
 
 // examplePTs decodes every examples/*.yaml.
 func examplePTs(t *testing.T) map[string][]v1alpha1.PhasedTraining {
-	t.Helper()
-	files, err := filepath.Glob(filepath.Join(root, "examples", "*.yaml"))
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no examples: %v", err)
-	}
-	out := map[string][]v1alpha1.PhasedTraining{}
-	for _, f := range files {
-		data, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		pts, err := v1alpha1.Decode(data)
-		if err != nil {
-			t.Fatalf("%s: %v", f, err)
-		}
-		out[filepath.Base(f)] = pts
-	}
-	return out
+	return wrappers.Examples(t, filepath.Join(root, "examples"))
 }
 
 // TestGeneratedTemplatesPassArgoValidation generates a WorkflowTemplate for
