@@ -37,6 +37,9 @@ func buildSnapshot(v clusterView, now time.Time, fence *engine.Fence) (engine.Sn
 	for _, pt := range v.PTs {
 		d.Add(pt, v.Priorities)
 	}
+	// Which granted workers are bound tells the engine which it may move
+	// when another pod takes their node's capacity.
+	driver.MarkBinding(d, v.Pods)
 	snap := engine.Snapshot{Now: now, Fence: fence, Ledger: d.Ledger, Queue: d.Queue, Upcoming: d.Upcoming}
 	covered := coveredPods(d)
 	used := unmanagedUse(v.Pods, covered)
@@ -52,10 +55,14 @@ func buildSnapshot(v clusterView, now time.Time, fence *engine.Fence) (engine.Sn
 		if n.DeletionTimestamp != nil {
 			continue
 		}
+		u := used[n.Name]
+		if u == nil {
+			u = &nodeUse{}
+		}
 		snap.Nodes = append(snap.Nodes, engine.Node{
 			Name: n.Name, Labels: n.Labels, Taints: n.Spec.Taints, Unschedulable: n.Spec.Unschedulable,
 			Allocatable: engine.NodeResources(n.Status.Allocatable),
-			Used:        used[n.Name],
+			Used:        u.all, Leaving: u.leaving, LastPod: u.lastPod,
 		})
 	}
 	return snap, d
@@ -77,11 +84,22 @@ func coveredPods(d *driver.Demand) map[podID]string {
 	return covered
 }
 
+// nodeUse is what the pods no grant covers use of one node.
+type nodeUse struct {
+	// all is every such pod's requests; leaving the part of it whose
+	// pods go by themselves (being deleted, or phasegang's own whose
+	// grant ended: the reconciler deletes them).
+	all, leaving engine.ResourceList
+	// lastPod is the newest pod that stays ("namespace/name").
+	lastPod string
+	lastAt  time.Time
+}
+
 // unmanagedUse sums, per node, the requests of every bound, unfinished pod
 // no grant covers: other workloads, and phasegang's own pods whose grant
 // is gone but which still terminate.
-func unmanagedUse(pods []corev1.Pod, covered map[podID]string) map[string]engine.ResourceList {
-	used := map[string]engine.ResourceList{}
+func unmanagedUse(pods []corev1.Pod, covered map[podID]string) map[string]*nodeUse {
+	used := map[string]*nodeUse{}
 	for i := range pods {
 		p := &pods[i]
 		if p.Spec.NodeName == "" || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
@@ -92,13 +110,30 @@ func unmanagedUse(pods []corev1.Pod, covered map[podID]string) map[string]engine
 		}
 		u := used[p.Spec.NodeName]
 		if u == nil {
-			u = engine.ResourceList{}
+			u = &nodeUse{all: engine.ResourceList{}}
 			used[p.Spec.NodeName] = u
 		}
+		req := engine.ResourceList{engine.ResourceName(corev1.ResourcePods): engine.Milli(1)}
 		for name, q := range resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{}) {
-			u[engine.ResourceName(name)] += q.MilliValue()
+			req[engine.ResourceName(name)] += q.MilliValue()
 		}
-		u[engine.ResourceName(corev1.ResourcePods)] += engine.Milli(1)
+		add(u.all, req)
+		if p.DeletionTimestamp != nil || p.Labels[driver.LabelManaged] != "" {
+			if u.leaving == nil {
+				u.leaving = engine.ResourceList{}
+			}
+			add(u.leaving, req)
+			continue
+		}
+		if at := p.CreationTimestamp.Time; u.lastPod == "" || at.After(u.lastAt) {
+			u.lastPod, u.lastAt = p.Namespace+"/"+p.Name, at
+		}
 	}
 	return used
+}
+
+func add(into, rl engine.ResourceList) {
+	for name, v := range rl {
+		into[name] += v
+	}
 }

@@ -266,6 +266,7 @@ func TestBuildSnapshotRequests(t *testing.T) {
 	wantLedger := []engine.Grant{{
 		Request: driver.Request(ptA, &ptA.Spec.Phases[0], &ptA.Status.Phases[0], classes),
 		Workers: []string{"n1", "n1"},
+		Unbound: []int32{0, 1}, // no pod exists yet
 	}}
 	if d := cmp.Diff(wantLedger, snap.Ledger); d != "" {
 		t.Errorf("ledger (-want +got):\n%s", d)
@@ -312,5 +313,60 @@ func TestBuildSnapshotQuotas(t *testing.T) {
 	}
 	if got, want := plan.Waiting[0].Message(), "namespace ns's quota gpu allows 0 more nvidia.com/gpu; the gang needs 1"; got != want {
 		t.Errorf("wait %q, want %q", got, want)
+	}
+}
+
+// TestBuildSnapshotRaceInputs: what the engine needs to find a granted
+// node taken by another pod. Used counts every pod no grant covers;
+// Leaving the part that goes by itself (a pod being deleted, phasegang's
+// own pod whose grant ended); LastPod names the newest pod that stays;
+// the ledger says which workers are not bound where granted, and which
+// kube-scheduler refused for a reason moving may cure.
+func TestBuildSnapshotRaceInputs(t *testing.T) {
+	pt := wrappers.MakePT("job").Phase("train", 4).Status(wrappers.Running("train", "n1", "n1", "n1", "n1")).Obj()
+	worker := func(idx int32, node string, opts ...wrappers.PodOpt) corev1.Pod {
+		return wrappers.MakePod("ns", driver.PodName(pt, "train", 0, 0, idx), node, corev1.PodPending, "1", opts...)
+	}
+	// The pod phasegang creates carries the pin to its granted node.
+	pinned := func(p *corev1.Pod) {
+		p.Spec.Affinity = driver.BuildWorkerPod(pt, &pt.Spec.Phases[0], &pt.Status.Phases[0], 1, "n1", 4).Spec.Affinity
+	}
+	unschedulable := func(msg string) wrappers.PodOpt {
+		return func(p *corev1.Pod) {
+			p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable, Message: msg}}
+		}
+	}
+	created := func(at time.Time) wrappers.PodOpt {
+		return func(p *corev1.Pod) { p.CreationTimestamp.Time = at }
+	}
+	pods := []corev1.Pod{
+		worker(0, "n1"), // bound where granted
+		worker(1, "", pinned, unschedulable("0/1 nodes are available: 1 Insufficient cpu.")),
+		worker(2, "", pinned, unschedulable(`0/1 nodes are available: persistentvolumeclaim "ckpt" not found.`)),
+		// worker 3 has no pod yet
+		wrappers.MakePod("web", "old", "n1", corev1.PodRunning, "1", created(wrappers.T0)),
+		wrappers.MakePod("web", "intruder", "n1", corev1.PodRunning, "2", created(wrappers.T0.Add(time.Minute))),
+		wrappers.MakePod("web", "going", "n1", corev1.PodRunning, "1", created(wrappers.T0.Add(2*time.Minute)), func(p *corev1.Pod) {
+			p.DeletionTimestamp = wrappers.Time(wrappers.T0.Add(3 * time.Minute))
+		}),
+		wrappers.MakePod("ns", "job-eval-0", "n1", corev1.PodRunning, "1", created(wrappers.T0.Add(2*time.Minute)), func(p *corev1.Pod) {
+			p.Labels = map[string]string{driver.LabelManaged: "true"}
+		}),
+	}
+	snap, _ := buildSnapshot(clusterView{Nodes: []corev1.Node{wrappers.MakeNode("n1", "16")}, Pods: pods, PTs: []*v1alpha1.PhasedTraining{pt}}, now, nil)
+	want := engine.Node{
+		Name: "n1", Allocatable: engine.ResourceList{"cpu": 16000, "pods": 110000},
+		Used: cpuUsed(5000, 4), Leaving: cpuUsed(2000, 2), LastPod: "web/intruder",
+	}
+	if d := cmp.Diff(want, snap.Nodes[0]); d != "" {
+		t.Errorf("node (-want +got):\n%s", d)
+	}
+	g := snap.Ledger[0]
+	if d := cmp.Diff([]int32{1, 2, 3}, g.Unbound); d != "" {
+		t.Errorf("unbound (-want +got):\n%s", d)
+	}
+	wantRefused := []engine.RefusedWorker{{Index: 1, Message: "Unschedulable: 0/1 nodes are available: 1 Insufficient cpu."}}
+	if d := cmp.Diff(wantRefused, g.Refused); d != "" {
+		t.Errorf("refused (-want +got):\n%s", d)
 	}
 }

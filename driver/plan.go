@@ -45,15 +45,26 @@ func (cs Changes) Keys() []string {
 }
 
 // ApplyPlan turns one engine Plan into status changes of the pipelines it
-// concerns: lost gangs queued again, surplus given back, new grants and
-// growth, what queued gangs wait for, and Infeasible set or lifted. Every
+// concerns: lost and displaced gangs queued again, workers moved, refused
+// workers that stay, surplus given back, new grants and growth, what
+// queued gangs wait for, and Infeasible set or lifted. Every
 // changed status then gets the conditions and state its phases imply.
 // The pipelines the Demand was built from are read, never written.
 func ApplyPlan(plan engine.Plan, d *Demand, now time.Time, changes Changes) {
 	stamp := metav1.NewTime(now)
 	for _, rel := range plan.Releases {
-		if g, ok := d.Gangs[rel.Gang]; ok && rel.Reason == engine.ReleaseNodeLost {
-			applyNodeLost(changes.Touch(g.Pipeline), g.Index, rel, stamp)
+		if g, ok := d.Gangs[rel.Gang]; ok && Requeues(rel.Reason) {
+			applyRequeue(changes.Touch(g.Pipeline), g.Index, rel, stamp)
+		}
+	}
+	for _, mv := range plan.Moves {
+		if g, ok := d.Gangs[mv.Gang]; ok {
+			applyMove(changes.Touch(g.Pipeline), g.Index, mv, stamp)
+		}
+	}
+	for _, rf := range plan.Refused {
+		if g, ok := d.Gangs[rf.Gang]; ok {
+			applyRefused(g, rf, stamp, changes)
 		}
 	}
 	for _, shr := range plan.Shrinks {
@@ -83,17 +94,59 @@ func ApplyPlan(plan engine.Plan, d *Demand, now time.Time, changes Changes) {
 	}
 }
 
-// applyNodeLost queues the same attempt again for a fresh gang: a lost
-// node breaks the gang; the attempt keeps the pipeline's age, and the
-// job's retries are not spent on the cluster's fault.
-func applyNodeLost(c *Change, i int, rel engine.Release, stamp metav1.Time) {
+// Requeues says whether a release is the cluster's fault, not the job's:
+// the gang is released whole and the same attempt queued again.
+func Requeues(r engine.ReleaseReason) bool {
+	return r == engine.ReleaseNodeLost || r == engine.ReleaseDisplaced
+}
+
+// applyRequeue queues the same attempt again for a fresh gang: a lost
+// node, or capacity a pod phasegang does not manage took before the gang
+// was bound, breaks the gang; the attempt keeps the pipeline's age, and
+// the job's retries are not spent on the cluster's fault.
+func applyRequeue(c *Change, i int, rel engine.Release, stamp metav1.Time) {
 	ps := &c.Status.Phases[i]
-	ps.AddHistory(v1alpha1.PhaseEvent{Time: stamp, Type: v1alpha1.PhaseEventNodeLost, Message: rel.Message})
+	typ, reason := v1alpha1.PhaseEventNodeLost, "NodeLost"
+	if rel.Reason == engine.ReleaseDisplaced {
+		typ, reason = v1alpha1.PhaseEventDisplaced, "Displaced"
+	}
+	ps.AddHistory(v1alpha1.PhaseEvent{Time: stamp, Type: typ, Message: rel.Message})
 	ps.State, ps.Message = v1alpha1.PhaseQueued, rel.Message+"; the gang was released and queued again"
 	ps.Assignments, ps.Reservation, ps.ReservedTime, ps.StartTime = nil, nil, nil, nil
 	ps.Workers.Granted, ps.Workers.Running = 0, 0
+	ps.WaitingFor = ""
 	ps.QueuedTime = &stamp
-	c.Events = append(c.Events, warning("NodeLost", "Schedule", fmt.Sprintf("phase %s: %s; gang released and queued again", PhaseLabel(ps), rel.Message)))
+	c.Events = append(c.Events, warning(reason, "Schedule", fmt.Sprintf("phase %s: %s; gang released and queued again", PhaseLabel(ps), rel.Message)))
+}
+
+// applyMove gives moved workers their new nodes; the rest of the gang and
+// its pods stay. The workers' old pods, pinned elsewhere, are replaced by
+// SyncWorkers.
+func applyMove(c *Change, i int, mv engine.Move, stamp metav1.Time) {
+	ps := &c.Status.Phases[i]
+	for _, w := range mv.Workers {
+		if int(w.Index) < len(ps.Assignments) && ps.Assignments[w.Index] == w.From {
+			ps.Assignments[w.Index] = w.To
+		}
+	}
+	setReservation(ps)
+	ps.AddHistory(v1alpha1.PhaseEvent{Time: stamp, Type: v1alpha1.PhaseEventMoved, Workers: ps.Workers.Granted, Message: mv.Message})
+	c.Events = append(c.Events, warning("WorkersMoved", "Schedule", fmt.Sprintf("phase %s: %s", PhaseLabel(ps), mv.Message)))
+}
+
+// applyRefused says, once, that a worker kube-scheduler refused stays on
+// its node because no other node fits it: the history and an Event carry
+// it, and nothing is written again while the engine says the same.
+func applyRefused(g Gang, rf engine.Refusal, stamp metav1.Time, changes Changes) {
+	if slices.ContainsFunc(g.Status().History, func(e v1alpha1.PhaseEvent) bool {
+		return e.Type == v1alpha1.PhaseEventRefused && e.Message == rf.Message
+	}) {
+		return
+	}
+	c := changes.Touch(g.Pipeline)
+	ps := &c.Status.Phases[g.Index]
+	ps.AddHistory(v1alpha1.PhaseEvent{Time: stamp, Type: v1alpha1.PhaseEventRefused, Workers: ps.Workers.Granted, Message: rf.Message})
+	c.Events = append(c.Events, warning("WorkerRefused", "Schedule", fmt.Sprintf("phase %s: %s", PhaseLabel(ps), rf.Message)))
 }
 
 func applyShrink(c *Change, i int, shr engine.Shrink, stamp metav1.Time) {

@@ -189,6 +189,66 @@ func TestApplyPlan(t *testing.T) {
 				Events:     []Event{warning("NodeLost", "Schedule", "phase train: node n2 is gone; gang released and queued again")},
 			}},
 		},
+		// A pod phasegang does not manage took capacity of unbound
+		// workers and nothing else fits them: like a lost node.
+		"a Displaced release queues the same attempt again": {
+			pts: []*v1alpha1.PhasedTraining{wrappers.MakePT("job").Phase("train", 2).Desired(4).Status(runningOn("n1", "n2")).Obj()},
+			plan: engine.Plan{Releases: []engine.Release{{Gang: gang("job", "train"), Reason: engine.ReleaseDisplaced,
+				Message: "node n2 can no longer hold its reserved workers: pod web/x, which phasegang does not manage, took the capacity (short by cpu: 1); no other node fits worker 1"}}},
+			want: map[string]wantChange{"ns/job": {
+				Phases: []v1alpha1.PhaseStatus{{
+					Name: "train", State: v1alpha1.PhaseQueued,
+					Message:    "node n2 can no longer hold its reserved workers: pod web/x, which phasegang does not manage, took the capacity (short by cpu: 1); no other node fits worker 1; the gang was released and queued again",
+					Workers:    v1alpha1.WorkerCounts{Min: 2, Desired: 4},
+					QueuedTime: &stamp,
+					History: []v1alpha1.PhaseEvent{{Time: stamp, Type: v1alpha1.PhaseEventDisplaced,
+						Message: "node n2 can no longer hold its reserved workers: pod web/x, which phasegang does not manage, took the capacity (short by cpu: 1); no other node fits worker 1"}},
+				}},
+				Conditions: queuedConds("queued: train"),
+				State:      v1alpha1.PipelineQueued,
+				Events: []Event{warning("Displaced", "Schedule",
+					"phase train: node n2 can no longer hold its reserved workers: pod web/x, which phasegang does not manage, took the capacity (short by cpu: 1); no other node fits worker 1; gang released and queued again")},
+			}},
+		},
+		"a Move gives the moved workers their new nodes and keeps the rest": {
+			pts: []*v1alpha1.PhasedTraining{wrappers.MakePT("job").Phase("train", 2).Desired(4).Status(runningOn("n1", "n2")).Obj()},
+			plan: engine.Plan{Moves: []engine.Move{{Gang: gang("job", "train"), Reason: engine.MoveDisplaced,
+				Workers: []engine.MovedWorker{{Index: 1, From: "n2", To: "n3"}}, Message: "node n2 can no longer hold its reserved workers; moved worker 1 to n3"}}},
+			want: map[string]wantChange{"ns/job": {
+				Phases: func() []v1alpha1.PhaseStatus {
+					ps := runningOn("n1", "n3")
+					ps.History = []v1alpha1.PhaseEvent{{Time: stamp, Type: v1alpha1.PhaseEventMoved, Workers: 2, Message: "node n2 can no longer hold its reserved workers; moved worker 1 to n3"}}
+					return []v1alpha1.PhaseStatus{ps}
+				}(),
+				Conditions: runningConds("running: train on 2 workers"),
+				State:      v1alpha1.PipelineRunning,
+				Events:     []Event{warning("WorkersMoved", "Schedule", "phase train: node n2 can no longer hold its reserved workers; moved worker 1 to n3")},
+			}},
+		},
+		"a refused worker that stays is said once": {
+			pts:  []*v1alpha1.PhasedTraining{wrappers.MakePT("job").Phase("train", 2).Desired(4).Status(runningOn("n1", "n2")).Obj()},
+			plan: engine.Plan{Refused: []engine.Refusal{{Gang: gang("job", "train"), Index: 1, Node: "n2", Message: "kube-scheduler refused worker 1 on node n2 (Unschedulable: no); no other node fits it now, so it stays reserved there"}}},
+			want: map[string]wantChange{"ns/job": {
+				Phases: func() []v1alpha1.PhaseStatus {
+					ps := runningOn("n1", "n2")
+					ps.History = []v1alpha1.PhaseEvent{{Time: stamp, Type: v1alpha1.PhaseEventRefused, Workers: 2,
+						Message: "kube-scheduler refused worker 1 on node n2 (Unschedulable: no); no other node fits it now, so it stays reserved there"}}
+					return []v1alpha1.PhaseStatus{ps}
+				}(),
+				Conditions: runningConds("running: train on 2 workers"),
+				State:      v1alpha1.PipelineRunning,
+				Events: []Event{warning("WorkerRefused", "Schedule",
+					"phase train: kube-scheduler refused worker 1 on node n2 (Unschedulable: no); no other node fits it now, so it stays reserved there")},
+			}},
+		},
+		"a refused worker already said is not said again": {
+			pts: []*v1alpha1.PhasedTraining{wrappers.MakePT("job").Phase("train", 2).Desired(4).Status(func() v1alpha1.PhaseStatus {
+				ps := runningOn("n1", "n2")
+				ps.History = []v1alpha1.PhaseEvent{{Time: stamp, Type: v1alpha1.PhaseEventRefused, Workers: 2, Message: "kube-scheduler refused worker 1"}}
+				return ps
+			}()).Obj()},
+			plan: engine.Plan{Refused: []engine.Refusal{{Gang: gang("job", "train"), Index: 1, Node: "n2", Message: "kube-scheduler refused worker 1"}}},
+		},
 		"a requested release is the reconciler's to carry out": {
 			pts:  []*v1alpha1.PhasedTraining{wrappers.MakePT("job").Phase("train", 2).Desired(4).Status(runningOn("n1", "n2")).Obj()},
 			plan: engine.Plan{Releases: []engine.Release{{Gang: gang("job", "train"), Reason: engine.ReleaseRequested}}},

@@ -53,7 +53,7 @@ func SyncWorkers(pt *v1alpha1.PhasedTraining, pods []corev1.Pod, nodeExists func
 	have := map[string]bool{}
 	for i := range pods {
 		p := &pods[i]
-		if w, ok := wanted[p.Name]; ok && (p.Spec.NodeName == "" || p.Spec.NodeName == w.Node) {
+		if w, ok := wanted[p.Name]; ok && onNode(p, w.Node) {
 			have[p.Name] = true
 			continue
 		}
@@ -67,6 +67,17 @@ func SyncWorkers(pt *v1alpha1.PhasedTraining, pods []corev1.Pod, nodeExists func
 		}
 	}
 	return sync
+}
+
+// onNode reports whether a worker's pod is where its grant puts it: bound
+// there, or pinned there and not bound yet. A pod pinned to another node
+// (its worker was moved) is replaced.
+func onNode(p *corev1.Pod, node string) bool {
+	if p.Spec.NodeName != "" {
+		return p.Spec.NodeName == node
+	}
+	pin := PinnedNode(p)
+	return pin == "" || pin == node
 }
 
 // wantedWorkers lists the pods the running phase attempts' grants call

@@ -140,6 +140,23 @@ func pinToNode(spec *corev1.PodSpec, node string) {
 	na.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms = terms
 }
 
+// PinnedNode is the node a worker pod is pinned to by pinToNode ("" when
+// it carries no pin).
+func PinnedNode(p *corev1.Pod) string {
+	a := p.Spec.Affinity
+	if a == nil || a.NodeAffinity == nil || a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution == nil {
+		return ""
+	}
+	for _, term := range a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms {
+		for _, r := range term.MatchFields {
+			if r.Key == "metadata.name" && r.Operator == corev1.NodeSelectorOpIn && len(r.Values) == 1 {
+				return r.Values[0]
+			}
+		}
+	}
+	return ""
+}
+
 // ports returns the first container's first port, or the defaults.
 func ports(spec *corev1.PodSpec) (tf, torch int32) {
 	tf, torch = defaultTFPort, defaultTorchPort

@@ -97,6 +97,18 @@ func TestSyncWorkers(t *testing.T) {
 			live: []string{"n1", "n2"},
 			want: syncSummary{Service: true},
 		},
+		// A moved worker's Pending pod is still pinned to its old node:
+		// it goes, and the pod pinned to the new node is created.
+		"a moved worker's pod pinned to its old node is replaced": {
+			status: []v1alpha1.PhaseStatus{wrappers.Running("train", "n1", "n3")},
+			pods: func(pt *v1alpha1.PhasedTraining) []corev1.Pod {
+				old := workerPodOf(pt, r2, 1, "n2", corev1.PodPending)
+				old.Spec.NodeName = "" // pinned to n2, not bound
+				return []corev1.Pod{workerPodOf(pt, r2, 0, "n1", corev1.PodRunning), old}
+			},
+			live: []string{"n1", "n2", "n3"},
+			want: syncSummary{Create: []string{"job-train-1@n3 1/2"}, Delete: []string{"job-train-1"}, Service: true},
+		},
 		// A requeued gang reuses its pod names: the old gang's pod on
 		// another node goes, and the new one is created once it is gone.
 		"a requeued gang's pod on another node is deleted": {

@@ -12,6 +12,9 @@ import (
 //     even in the empty cluster, is reported and none of its gangs is
 //     admitted (it could not finish; its capacity would be wasted);
 //  1. release: drop grants whose phase ended or whose node is gone;
+//     displace: move unbound workers whose node a pod no grant covers
+//     took, or release their gang whole if they fit nowhere else, and
+//     move workers kube-scheduler refused (displace.go);
 //  2. admit: walk the queue in order and reserve each gang's min workers
 //     all at once, reclaiming younger gangs' elastic surplus if that is
 //     what it takes; a gang that does not fit is blocked, and the first
@@ -31,6 +34,7 @@ func (s *State) cycle(now time.Time) Plan {
 	s.cycles++
 	s.releasePending(&plan)
 	s.sumFree()
+	s.displace(&plan)
 	donors := s.donors()
 	var infeasible []*gangReq
 	reportInfeasible := func(gr *gangReq) {

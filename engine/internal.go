@@ -17,7 +17,9 @@ type nodeState struct {
 	node  Node
 	alloc []int64 // allocatable
 	used  []int64 // unmanaged pods
-	free  []int64 // alloc - used - grants
+	// leaving is the part of used that comes back by itself (Node.Leaving).
+	leaving []int64
+	free    []int64 // alloc - used - grants
 	// grantCount is how many granted workers sit on the node; a node with
 	// none is "whole" and the placement heuristic keeps it for large gangs.
 	grantCount int32
@@ -71,6 +73,10 @@ type grantState struct {
 	workers []int32
 	// lostNode names the removed node of the workers at -1.
 	lostNode string
+	// unbound holds the workers whose pods are not bound yet (Grant.Unbound),
+	// refused those kube-scheduler refused, with its reason (Grant.Refused).
+	unbound map[int32]bool
+	refused map[int32]string
 }
 
 type pendingRelease struct {
@@ -92,11 +98,15 @@ func (s *State) addGrant(g *grantState) {
 	if g.req.Desired > g.req.Min {
 		s.elastic[g.req.Gang] = g
 	}
+	if len(g.unbound) > 0 {
+		s.movable[g.req.Gang] = g
+	}
 }
 
 func (s *State) dropGrant(key GangKey) {
 	delete(s.grants, key)
 	delete(s.elastic, key)
+	delete(s.movable, key)
 }
 
 func nodeLostMessage(name string) string { return "node " + name + " was removed" }
@@ -125,6 +135,7 @@ func (s *State) intern(name ResourceName) int {
 	for _, n := range s.nodes {
 		n.alloc = append(n.alloc, 0)
 		n.used = append(n.used, 0)
+		n.leaving = append(n.leaving, 0)
 		n.free = append(n.free, 0)
 	}
 	return d
@@ -156,8 +167,13 @@ func (s *State) vector(rl ResourceList) []int64 {
 
 func (s *State) newNodeState(n Node) *nodeState {
 	ns := &nodeState{node: n}
+	// Intern every name first, so the vectors below have one length.
+	s.internAll(n.Allocatable)
+	s.internAll(n.Used)
+	s.internAll(n.Leaving)
 	ns.alloc = s.vector(n.Allocatable)
 	ns.used = s.vector(n.Used)
+	ns.leaving = s.vector(n.Leaving)
 	ns.free = make([]int64, len(ns.alloc))
 	for d := range ns.alloc {
 		ns.free[d] = ns.alloc[d] - ns.used[d]
@@ -234,6 +250,7 @@ func (s *State) restoreGrant(g Grant) {
 	if g.LostNode != "" && !lost {
 		gs.lostNode, lost = g.LostNode, true
 	}
+	gs.unbound, gs.refused = workerSet(g.Unbound, len(g.Workers)), refusedSet(g.Refused, len(g.Workers))
 	s.reserveWorkers(gs, gs.workers)
 	s.charge(&gs.gangReq, int64(len(gs.workers)))
 	s.addGrant(gs)
@@ -274,6 +291,10 @@ func (s *State) unreserve(g *grantState, k int) []int32 {
 		}
 	}
 	g.workers = g.workers[:cut:cut]
+	for i := cut; i < cut+len(removed); i++ {
+		delete(g.unbound, int32(i))
+		delete(g.refused, int32(i))
+	}
 	s.charge(&g.gangReq, -int64(len(removed)))
 	return removed
 }
@@ -300,10 +321,47 @@ func (s *State) exportGrant(g *grantState) Grant {
 	}
 	// Release carries only what the caller asked for; a lost node is
 	// visible in Workers.
+	for i := range g.workers {
+		if g.unbound[int32(i)] {
+			out.Unbound = append(out.Unbound, int32(i))
+		}
+		if msg, ok := g.refused[int32(i)]; ok {
+			out.Refused = append(out.Refused, RefusedWorker{Index: int32(i), Message: msg})
+		}
+	}
 	pr := s.pendingRelease[g.req.Gang]
 	out.Release = pr.reason == ReleaseRequested
 	if pr.reason == ReleaseNodeLost {
 		out.LostNode = g.lostNode
+	}
+	return out
+}
+
+// workerSet indexes a grant's worker list (Grant.Unbound), ignoring
+// indices it does not have.
+func workerSet(ws []int32, n int) map[int32]bool {
+	var out map[int32]bool
+	for _, w := range ws {
+		if w >= 0 && int(w) < n {
+			if out == nil {
+				out = map[int32]bool{}
+			}
+			out[w] = true
+		}
+	}
+	return out
+}
+
+// refusedSet indexes Grant.Refused, ignoring indices the grant does not have.
+func refusedSet(rs []RefusedWorker, n int) map[int32]string {
+	var out map[int32]string
+	for _, r := range rs {
+		if r.Index >= 0 && int(r.Index) < n {
+			if out == nil {
+				out = map[int32]string{}
+			}
+			out[r.Index] = r.Message
+		}
 	}
 	return out
 }

@@ -26,6 +26,9 @@ type State struct {
 	// elastic holds the grants with desired > min: the only ones that can
 	// grow or give surplus, so those passes never walk every grant.
 	elastic map[GangKey]*grantState
+	// movable holds the grants with unbound workers: the only ones a
+	// pod phasegang does not manage can displace (displace.go).
+	movable map[GangKey]*grantState
 	queue   map[GangKey]*gangReq
 	// shapes interns gangReq.shapeKey to a small integer per shape;
 	// shapeQueued counts the queued gangs of each shape and shapeMinMin is
@@ -92,6 +95,7 @@ func NewState(cfg Config, nodes []Node, ledger []Grant) *State {
 		nodeIdx:        map[string]int{},
 		grants:         map[GangKey]*grantState{},
 		elastic:        map[GangKey]*grantState{},
+		movable:        map[GangKey]*grantState{},
 		queue:          map[GangKey]*gangReq{},
 		upcoming:       map[string][]*gangReq{},
 		doomCount:      map[string]int{},

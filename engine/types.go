@@ -48,6 +48,16 @@ type Node struct {
 	// Used is the sum of the requests of the node's non-terminal pods that
 	// phasegang does not manage: capacity the engine must not promise.
 	Used ResourceList
+	// Leaving is the part of Used that comes back by itself: pods being
+	// deleted, and phasegang's own pods whose grant ended (they are
+	// deleted next). A node overcommitted only because of them is waited
+	// out; one overcommitted by pods that stay displaces workers.
+	Leaving ResourceList
+	// LastPod names ("namespace/name") the most recently created pod on
+	// the node that no grant covers and that is not leaving: the likeliest
+	// taker of reserved capacity, named when the node is found
+	// overcommitted. Empty when unknown.
+	LastPod string
 }
 
 // Constraints restrict the nodes a worker may use; they are the worker pod
@@ -98,6 +108,27 @@ type Grant struct {
 	// cycle releases the grant with reason NodeLost. A grant whose worker
 	// names a node missing from the snapshot is treated the same way.
 	LostNode string
+	// Unbound lists the workers whose pods are not bound to their granted
+	// node yet (not created, or Pending): their capacity is only
+	// promised, and kube-scheduler, which does not see grants, may give
+	// it to another pod. The engine moves such a worker when its node can
+	// no longer hold it (see displace.go). Workers not listed are bound,
+	// or not known to be unbound, and are never moved: a started gang is
+	// never touched.
+	Unbound []int32
+	// Refused lists unbound workers kube-scheduler refused to bind on
+	// their granted node (PodScheduled False, Unschedulable) for a reason
+	// moving may cure (not a missing volume). The engine moves each to
+	// another node that fits it on free capacity, or leaves it and says
+	// so (Plan.Refused).
+	Refused []RefusedWorker
+}
+
+// RefusedWorker is a granted worker kube-scheduler refused to bind.
+type RefusedWorker struct {
+	Index int32
+	// Message is kube-scheduler's reason (the PodScheduled message).
+	Message string
 }
 
 // Snapshot is everything one scheduling cycle reads.
@@ -140,10 +171,17 @@ type Config struct {
 func DefaultConfig() Config { return Config{StarvationBound: 10 * time.Minute} }
 
 // Plan is the engine's decision for one cycle. Apply Releases first, then
-// Shrinks, then Reserves and Grows.
+// Moves and Shrinks, then Reserves and Grows.
 type Plan struct {
-	// Releases are grants to drop: their phase ended, or a worker's node is gone.
+	// Releases are grants to drop: their phase ended, a worker's node is
+	// gone, or a worker's node was taken and no other node fits it.
 	Releases []Release
+	// Moves re-place unbound workers of granted gangs whose node can no
+	// longer hold them (or kube-scheduler refused them) on nodes that fit.
+	Moves []Move
+	// Refused lists workers kube-scheduler refused that no other node
+	// fits now: they stay where they are reserved.
+	Refused []Refusal
 	// Reserves are new grants: every worker of the gang placed at once.
 	Reserves []Reservation
 	// Grows add workers to granted elastic gangs.
@@ -174,7 +212,48 @@ type ReleaseReason string
 const (
 	ReleaseRequested ReleaseReason = "Requested"
 	ReleaseNodeLost  ReleaseReason = "NodeLost"
+	// ReleaseDisplaced: a pod no grant covers took the capacity of an
+	// unbound worker's node and no other node fits the worker; like a
+	// lost node, the caller queues the same attempt again.
+	ReleaseDisplaced ReleaseReason = "Displaced"
 )
+
+// Move re-places workers of one granted gang: each keeps its index and
+// gets a new node. The rest of the grant stays.
+type Move struct {
+	Gang    GangKey
+	Reason  MoveReason
+	Workers []MovedWorker
+	// Message says why and where to, for events and status.
+	Message string
+}
+
+// MovedWorker is one worker of a Move.
+type MovedWorker struct {
+	Index    int32
+	From, To string
+}
+
+// MoveReason says why workers were moved.
+type MoveReason string
+
+// Move reasons.
+const (
+	// MoveDisplaced: a pod no grant covers took the worker's node's capacity.
+	MoveDisplaced MoveReason = "Displaced"
+	// MoveRefused: kube-scheduler refused the worker on its node.
+	MoveRefused MoveReason = "Refused"
+)
+
+// Refusal is a refused worker the engine could not move: no other node
+// fits it on free capacity now.
+type Refusal struct {
+	Gang  GangKey
+	Index int32
+	Node  string
+	// Message says so, with kube-scheduler's reason.
+	Message string
+}
 
 // Reservation places workers of a gang. For a Reserve, Workers holds every
 // worker of the new grant (indices 0..n-1); for a Grow, the added workers,

@@ -434,7 +434,7 @@ type PhaseEvent struct {
 }
 
 // PhaseEventType says what a PhaseEvent records.
-// +kubebuilder:validation:Enum=Reserved;Grow;Shrink;StartTimeout;NodeLost;Retry
+// +kubebuilder:validation:Enum=Reserved;Grow;Shrink;StartTimeout;NodeLost;Retry;Moved;Displaced;Refused
 type PhaseEventType string
 
 // Phase event types.
@@ -455,6 +455,17 @@ const (
 	// PhaseEventRetry: this attempt (> 0) was queued because the previous
 	// one failed.
 	PhaseEventRetry PhaseEventType = "Retry"
+	// PhaseEventMoved: workers whose pods were not bound yet got other
+	// nodes (a pod phasegang does not manage took their node's capacity,
+	// or kube-scheduler refused them there); message names the nodes.
+	PhaseEventMoved PhaseEventType = "Moved"
+	// PhaseEventDisplaced: a pod phasegang does not manage took capacity
+	// of the gang's unbound workers and no other node fits them; the gang
+	// was released and the attempt queued again.
+	PhaseEventDisplaced PhaseEventType = "Displaced"
+	// PhaseEventRefused: kube-scheduler refused a worker on its reserved
+	// node and no other node fits it now; it stays reserved there.
+	PhaseEventRefused PhaseEventType = "Refused"
 )
 
 // WorkerCounts counts a gang's workers.

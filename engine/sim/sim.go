@@ -583,6 +583,9 @@ func (s *simulator) planPipelines(plan engine.Plan) []*pipeRun {
 	for _, r := range plan.Shrinks {
 		add(r.Gang)
 	}
+	for _, r := range plan.Moves {
+		add(r.Gang)
+	}
 	for _, r := range plan.Reserves {
 		add(r.Gang)
 	}
@@ -600,7 +603,7 @@ func (s *simulator) planPipelines(plan engine.Plan) []*pipeRun {
 func (s *simulator) play(plan engine.Plan) bool {
 	changed := false
 	for _, rel := range plan.Releases {
-		if r := s.runs[rel.Gang]; r != nil && rel.Reason == engine.ReleaseNodeLost {
+		if r := s.runs[rel.Gang]; r != nil && driver.Requeues(rel.Reason) {
 			s.stop(r)
 			p := r.p
 			// The status now has the attempt queued again (ApplyPlan):
