@@ -62,7 +62,7 @@ func buildSnapshot(v clusterView, now time.Time, fence *engine.Fence) (engine.Sn
 		snap.Nodes = append(snap.Nodes, engine.Node{
 			Name: n.Name, Labels: n.Labels, Taints: n.Spec.Taints, Unschedulable: n.Spec.Unschedulable,
 			Allocatable: engine.NodeResources(n.Status.Allocatable),
-			Used:        u.all, Leaving: u.leaving, LastPod: u.lastPod,
+			Used:        u.all, Leaving: u.leaving, LastPod: u.lastPod, HostPorts: u.ports,
 		})
 	}
 	return snap, d
@@ -93,6 +93,9 @@ type nodeUse struct {
 	// lastPod is the newest pod that stays ("namespace/name").
 	lastPod string
 	lastAt  time.Time
+	// ports are the host ports those pods bind (leaving ones too: they
+	// hold them until they are gone).
+	ports []engine.HostPort
 }
 
 // unmanagedUse sums, per node, the requests of every bound, unfinished pod
@@ -118,6 +121,7 @@ func unmanagedUse(pods []corev1.Pod, covered map[podID]string) map[string]*nodeU
 			req[engine.ResourceName(name)] += q.MilliValue()
 		}
 		add(u.all, req)
+		u.ports = append(u.ports, engine.HostPortsOf(&p.Spec)...)
 		if p.DeletionTimestamp != nil || p.Labels[driver.LabelManaged] != "" {
 			if u.leaving == nil {
 				u.leaving = engine.ResourceList{}

@@ -320,6 +320,7 @@ func TestBuildSnapshotQuotas(t *testing.T) {
 // node taken by another pod. Used counts every pod no grant covers;
 // Leaving the part that goes by itself (a pod being deleted, phasegang's
 // own pod whose grant ended); LastPod names the newest pod that stays;
+// HostPorts are the host ports those pods bind;
 // the ledger says which workers are not bound where granted, and which
 // kube-scheduler refused for a reason moving may cure.
 func TestBuildSnapshotRaceInputs(t *testing.T) {
@@ -345,7 +346,9 @@ func TestBuildSnapshotRaceInputs(t *testing.T) {
 		worker(2, "", pinned, unschedulable(`0/1 nodes are available: persistentvolumeclaim "ckpt" not found.`)),
 		// worker 3 has no pod yet
 		wrappers.MakePod("web", "old", "n1", corev1.PodRunning, "1", created(wrappers.T0)),
-		wrappers.MakePod("web", "intruder", "n1", corev1.PodRunning, "2", created(wrappers.T0.Add(time.Minute))),
+		wrappers.MakePod("web", "intruder", "n1", corev1.PodRunning, "2", created(wrappers.T0.Add(time.Minute)), func(p *corev1.Pod) {
+			p.Spec.Containers[0].Ports = []corev1.ContainerPort{{ContainerPort: 80, HostPort: 8080}}
+		}),
 		wrappers.MakePod("web", "going", "n1", corev1.PodRunning, "1", created(wrappers.T0.Add(2*time.Minute)), func(p *corev1.Pod) {
 			p.DeletionTimestamp = wrappers.Time(wrappers.T0.Add(3 * time.Minute))
 		}),
@@ -357,6 +360,7 @@ func TestBuildSnapshotRaceInputs(t *testing.T) {
 	want := engine.Node{
 		Name: "n1", Allocatable: engine.ResourceList{"cpu": 16000, "pods": 110000},
 		Used: cpuUsed(5000, 4), Leaving: cpuUsed(2000, 2), LastPod: "web/intruder",
+		HostPorts: []engine.HostPort{{Protocol: "TCP", Port: 8080, HostIP: "0.0.0.0"}},
 	}
 	if d := cmp.Diff(want, snap.Nodes[0]); d != "" {
 		t.Errorf("node (-want +got):\n%s", d)

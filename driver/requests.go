@@ -58,6 +58,7 @@ func Request(pt *v1alpha1.PhasedTraining, phase *v1alpha1.Phase, ps *v1alpha1.Ph
 		Desired:     phase.Gang.DesiredOrMin(),
 		Footprint:   engine.WorkerFootprint(&phase.Template.Spec),
 		Constraints: engine.ConstraintsOf(&phase.Template.Spec),
+		HostPorts:   engine.HostPortsOf(&phase.Template.Spec),
 		Quota:       engine.QuotaFactsOf(&phase.Template.Spec),
 	}
 	r.Queued = r.Created

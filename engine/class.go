@@ -104,7 +104,7 @@ func (s *State) computeInfeasibility(gr *gangReq, c *nodeClass) string {
 	var total, largest int64
 	need := int64(gr.req.Min)
 	for _, i := range c.nodes {
-		k := capOf(s.nodes[i].alloc, gr.fp, need)
+		k := portRoom(gr, nil, i, capOf(s.nodes[i].alloc, gr.fp, need))
 		total += k
 		largest = max(largest, k)
 	}
@@ -116,6 +116,10 @@ func (s *State) computeInfeasibility(gr *gangReq, c *nodeClass) string {
 			}
 		}
 		return fmt.Sprintf("no matching node has room for one worker of %s, even empty", FormatResources(s.resourceList(gr.fp)))
+	}
+	if total < need && len(gr.ports) > 0 {
+		return fmt.Sprintf("needs %d workers at once, each binding host port %s, so at most one per node, but %d of the %d matching nodes can hold a worker of %s even when empty",
+			need, portsText(gr.ports), total, len(c.nodes), FormatResources(s.resourceList(gr.fp)))
 	}
 	if total < need {
 		return fmt.Sprintf("needs %d workers of %s at once, but the %d matching nodes hold at most %d even when empty",

@@ -440,13 +440,14 @@ func (s *State) fenceFor(head *gangReq, c *nodeClass) []bool {
 		for _, f := range head.fp {
 			k = min(k, (n.alloc[f.dim]-n.used[f.dim])/f.amt)
 		}
-		return max(k, 0)
+		return max(portRoom(head, nil, i, k), 0)
 	}
 	inClass := make([]bool, len(s.nodes))
 	for _, i := range c.nodes {
 		inClass[i] = true
 	}
 	var chosen []int32
+	blocked := s.portBlocked(head)
 	if s.fence != nil && s.fence.Head == head.req.Gang {
 		var sum int64
 		for _, name := range s.fence.Nodes {
@@ -472,7 +473,7 @@ func (s *State) fenceFor(head *gangReq, c *nodeClass) []bool {
 		cands := make([]cand, 0, len(c.nodes))
 		for _, i := range c.nodes {
 			if ever := potential(i); ever > 0 {
-				cands = append(cands, cand{i: i, now: capOf(s.nodes[i].free, head.fp, int64(head.req.Min)), ever: ever})
+				cands = append(cands, cand{i: i, now: portRoom(head, blocked, i, capOf(s.nodes[i].free, head.fp, int64(head.req.Min))), ever: ever})
 			}
 		}
 		slices.SortFunc(cands, func(a, b cand) int {
@@ -510,8 +511,9 @@ func (s *State) explain(plan *Plan, now time.Time, blocked, backoff, held []*gan
 		key := gr.classKey + "\x00" + gr.fpKey + "\x00" + itoa(gr.req.Min)
 		st, ok := cache[key]
 		if !ok {
+			blocked := s.portBlocked(gr)
 			for _, i := range c.nodes {
-				k := capOf(s.nodes[i].free, gr.fp, int64(gr.req.Min))
+				k := portRoom(gr, blocked, i, capOf(s.nodes[i].free, gr.fp, int64(gr.req.Min)))
 				if k > 0 {
 					st.fit += k
 					st.nodes++

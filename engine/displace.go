@@ -92,12 +92,16 @@ func (s *State) liftDisplaced() []*displacement {
 	var out []*displacement
 	for _, i := range nodes {
 		n := s.nodes[i]
+		cs := byNode[i]
 		short := s.shortfall(n)
-		if short == nil {
+		clash := slices.ContainsFunc(cs, func(c cand) bool { return anyConflict(c.g.ports, n.ports) })
+		if short == nil && !clash {
 			continue
 		}
 		why := displacedWhy(n, short)
-		cs := byNode[i]
+		if short == nil {
+			why = fmt.Sprintf("node %s can no longer hold its reserved workers: a pod phasegang does not manage binds host port %s there", n.node.Name, portsText(n.ports))
+		}
 		slices.SortFunc(cs, func(a, b cand) int {
 			if c := compareQueue(&b.g.req, &a.g.req); c != 0 {
 				return c // youngest or lowest-priority gang first
@@ -105,10 +109,9 @@ func (s *State) liftDisplaced() []*displacement {
 			return int(b.index - a.index)
 		})
 		for _, c := range cs {
-			if !overcommitted(n) {
-				break
-			}
-			if !relieves(n, c.g.fp) {
+			// A worker whose host port another pod binds there cannot
+			// bind at all; the others go only while the node is short.
+			if !anyConflict(c.g.ports, n.ports) && (!overcommitted(n) || !relieves(n, c.g.fp)) {
 				continue
 			}
 			s.liftWorker(c.g, c.index)

@@ -19,7 +19,9 @@ type nodeState struct {
 	used  []int64 // unmanaged pods
 	// leaving is the part of used that comes back by itself (Node.Leaving).
 	leaving []int64
-	free    []int64 // alloc - used - grants
+	// ports are the host ports of its pods no grant covers.
+	ports []HostPort
+	free  []int64 // alloc - used - grants
 	// grantCount is how many granted workers sit on the node; a node with
 	// none is "whole" and the placement heuristic keeps it for large gangs.
 	grantCount int32
@@ -35,8 +37,10 @@ type dimAmt struct {
 
 // gangReq is a queued request with its footprint interned.
 type gangReq struct {
-	req      Request
-	fp       []dimAmt
+	req Request
+	fp  []dimAmt
+	// ports are one worker's host ports, normalized (hostports.go).
+	ports    []HostPort
 	fpKey    string
 	classKey string
 	// shapeKey is classKey + fpKey: gangs of one shape fit or fail alike;
@@ -101,12 +105,16 @@ func (s *State) addGrant(g *grantState) {
 	if len(g.unbound) > 0 {
 		s.movable[g.req.Gang] = g
 	}
+	if len(g.ports) > 0 {
+		s.portGrants[g.req.Gang] = g
+	}
 }
 
 func (s *State) dropGrant(key GangKey) {
 	delete(s.grants, key)
 	delete(s.elastic, key)
 	delete(s.movable, key)
+	delete(s.portGrants, key)
 }
 
 func nodeLostMessage(name string) string { return "node " + name + " was removed" }
@@ -174,6 +182,7 @@ func (s *State) newNodeState(n Node) *nodeState {
 	ns.alloc = s.vector(n.Allocatable)
 	ns.used = s.vector(n.Used)
 	ns.leaving = s.vector(n.Leaving)
+	ns.ports = normalizePorts(n.HostPorts)
 	ns.free = make([]int64, len(ns.alloc))
 	for d := range ns.alloc {
 		ns.free[d] = ns.alloc[d] - ns.used[d]
@@ -218,6 +227,8 @@ func (s *State) newGangReq(r Request) *gangReq {
 		gr.fp = append(gr.fp, dimAmt{dim: s.intern(name), amt: amt})
 		fmt.Fprintf(&b, "%s=%d;", name, amt)
 	}
+	gr.ports = normalizePorts(r.HostPorts)
+	b.WriteString(portsKey(gr.ports))
 	gr.fpKey = b.String()
 	gr.classKey = constraintsKey(r.Constraints)
 	gr.shapeKey = gr.classKey + "\x00" + gr.fpKey

@@ -41,6 +41,7 @@ func (s *State) place(gr *gangReq, c *nodeClass, want, atLeast int32, fenced []b
 	best := -1 // position in c.nodes of the best single node
 	var bestCap int64
 	limit := int64(want)
+	blocked := s.portBlocked(gr)
 	for pos, i := range c.nodes {
 		if fenced != nil && fenced[i] {
 			caps = append(caps, 0)
@@ -48,7 +49,7 @@ func (s *State) place(gr *gangReq, c *nodeClass, want, atLeast int32, fenced []b
 		}
 		// Room is counted uncapped so best fit can tell a snug node from
 		// a roomy one; caps and the total are capped at want.
-		room := capOf(s.nodes[i].free, gr.fp, maxRoom)
+		room := portRoom(gr, blocked, i, capOf(s.nodes[i].free, gr.fp, maxRoom))
 		k := min(room, limit)
 		caps = append(caps, int32(k))
 		total += k

@@ -29,7 +29,10 @@ type State struct {
 	// movable holds the grants with unbound workers: the only ones a
 	// pod phasegang does not manage can displace (displace.go).
 	movable map[GangKey]*grantState
-	queue   map[GangKey]*gangReq
+	// portGrants holds the grants whose workers bind host ports: a gang
+	// with host ports is kept off their nodes where the ports conflict.
+	portGrants map[GangKey]*grantState
+	queue      map[GangKey]*gangReq
 	// shapes interns gangReq.shapeKey to a small integer per shape;
 	// shapeQueued counts the queued gangs of each shape and shapeMinMin is
 	// the smallest min ever queued with it: together they tell when no
@@ -96,6 +99,7 @@ func NewState(cfg Config, nodes []Node, ledger []Grant) *State {
 		grants:         map[GangKey]*grantState{},
 		elastic:        map[GangKey]*grantState{},
 		movable:        map[GangKey]*grantState{},
+		portGrants:     map[GangKey]*grantState{},
 		queue:          map[GangKey]*gangReq{},
 		upcoming:       map[string][]*gangReq{},
 		doomCount:      map[string]int{},

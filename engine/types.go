@@ -58,6 +58,9 @@ type Node struct {
 	// taker of reserved capacity, named when the node is found
 	// overcommitted. Empty when unknown.
 	LastPod string
+	// HostPorts are the host ports the node's pods that no grant covers
+	// bind: no worker binding a conflicting one is placed there.
+	HostPorts []HostPort
 }
 
 // Constraints restrict the nodes a worker may use; they are the worker pod
@@ -90,6 +93,10 @@ type Request struct {
 	Footprint ResourceList
 	// Constraints restrict the nodes a worker may use.
 	Constraints Constraints
+	// HostPorts are the host ports one worker binds (HostPortsOf): no two
+	// workers with conflicting ones share a node, so a gang with any has
+	// at most one worker per node (hostports.go).
+	HostPorts []HostPort
 	// Quota is what the namespace's ResourceQuotas read of a worker
 	// beyond its Footprint (limits, scope facts); see Snapshot.Quotas.
 	Quota QuotaFacts

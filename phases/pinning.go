@@ -21,8 +21,6 @@ const DefaultSchedulerName = corev1.DefaultSchedulerName
 //     grant may not name: the pod would never match its grant.
 //   - spec.schedulerName other than kube-scheduler's: another scheduler
 //     may ignore the pin or never bind the pod at all.
-//   - a container port with a hostPort: two workers reserved on one node
-//     would conflict, and the engine does not model ports yet.
 //   - required pod anti-affinity: the engine does not model it yet, and
 //     would reserve placements kube-scheduler refuses (spread workers
 //     with whole-node resource requests instead).
@@ -34,19 +32,6 @@ func validatePinning(sp *field.Path, spec *corev1.PodSpec) field.ErrorList {
 	}
 	if spec.SchedulerName != "" && spec.SchedulerName != DefaultSchedulerName {
 		errs = append(errs, field.NotSupported(sp.Child("schedulerName"), spec.SchedulerName, []string{DefaultSchedulerName}))
-	}
-	for _, c := range []struct {
-		path *field.Path
-		cs   []corev1.Container
-	}{{sp.Child("containers"), spec.Containers}, {sp.Child("initContainers"), spec.InitContainers}} {
-		for i := range c.cs {
-			for j, port := range c.cs[i].Ports {
-				if port.HostPort != 0 {
-					errs = append(errs, field.Forbidden(c.path.Index(i).Child("ports").Index(j).Child("hostPort"),
-						"phasegang may reserve several workers of a gang on one node, where their host ports would conflict (the engine does not model host ports yet): use the pod's own IP (the gang's headless Service) instead"))
-				}
-			}
-		}
 	}
 	if a := spec.Affinity; a != nil && a.PodAntiAffinity != nil && len(a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution) > 0 {
 		errs = append(errs, field.Forbidden(sp.Child("affinity", "podAntiAffinity", "requiredDuringSchedulingIgnoredDuringExecution"),

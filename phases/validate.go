@@ -29,7 +29,7 @@ import (
 //	template-containers   spec.phases[i].template.spec.containers: Required value
 //	template-schema       spec.phases[i].template.spec...: what the CRD's pod template schema rejects (template.go)
 //	template-pod          spec.phases[i].template.spec...: what pod creation would reject (template.go)
-//	template-pinning      spec.phases[i].template.spec.nodeName / schedulerName / ports[j].hostPort / required podAntiAffinity: conflicts with pinning workers to granted nodes (pinning.go)
+//	template-pinning      spec.phases[i].template.spec.nodeName / schedulerName / required podAntiAffinity: conflicts with pinning workers to granted nodes (pinning.go)
 //	max-retries           spec.phases[i].maxRetries: Invalid value (< 0 or > 100)
 //	timeout               spec.phases[i].timeout / startTimeout: Invalid value (<= 0)
 //	ref-syntax            spec.phases[i].dependsOn[j], spec.iterate.phases[j]: Invalid value (not a phase name)

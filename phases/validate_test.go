@@ -103,10 +103,9 @@ func validateCases() map[string]validateCase {
 		"template-pinning schedulerName": {pt: wrappers.MakePT("p").Phase("train", 1).PodSpec(func(s *corev1.PodSpec) { s.SchedulerName = "volcano" }), want: []string{
 			`spec.phases[0].template.spec.schedulerName: Unsupported value: "volcano": supported values: "default-scheduler"`}},
 		"template-pinning default schedulerName": {pt: wrappers.MakePT("p").Phase("train", 1).PodSpec(func(s *corev1.PodSpec) { s.SchedulerName = "default-scheduler" })},
-		"template-pinning hostPort": {pt: wrappers.MakePT("p").Phase("train", 1).PodSpec(func(s *corev1.PodSpec) {
+		"template-pinning hostPort is allowed": {pt: wrappers.MakePT("p").Phase("train", 1).PodSpec(func(s *corev1.PodSpec) {
 			s.Containers[0].Ports = []corev1.ContainerPort{{ContainerPort: 29500}, {ContainerPort: 8080, HostPort: 8080}}
-		}), want: []string{
-			"spec.phases[0].template.spec.containers[0].ports[1].hostPort: Forbidden: phasegang may reserve several workers of a gang on one node, where their host ports would conflict (the engine does not model host ports yet): use the pod's own IP (the gang's headless Service) instead"}},
+		})}, // the engine keeps workers with conflicting host ports on distinct nodes
 		"template-pinning required anti-affinity": {pt: wrappers.MakePT("p").Phase("train", 1).PodSpec(func(s *corev1.PodSpec) {
 			s.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{
 				{TopologyKey: "kubernetes.io/hostname", LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "x"}}}}}}
