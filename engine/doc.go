@@ -8,6 +8,9 @@
 //	       ▼
 //	┌────────────┐  release   grants whose phase ended or whose node is gone
 //	│   State    │──────────▶
+//	│            │  displace  unbound workers whose node another pod took:
+//	│            │──────────▶ move them where they fit, or release the gang
+//	│            │            whole; move refused workers that fit cleanly
 //	│ nodes ×    │  admit     queue order: priority ▸ pipeline age ▸ name;
 //	│ resources, │──────────▶ reserve min workers of each gang at once,
 //	│ ledger,    │            reclaiming younger elastic surplus if needed;
@@ -20,7 +23,7 @@
 //	└────────────┘──────────▶
 //	       │
 //	       ▼
-//	Plan{Releases, Shrinks, Reserves, Grows, Waiting, Infeasible, Fence}
+//	Plan{Releases, Moves, Refused, Shrinks, Reserves, Grows, Waiting, Infeasible, Fence}
 //
 // The engine never reads the clock (time is Snapshot.Now or Cycle's
 // argument), never does I/O, and imports neither client-go nor
@@ -35,8 +38,10 @@
 //
 // Glossary: a gang is one phase attempt's workers, admitted all at once; a
 // grant (reservation) pins each worker to a node; the ledger is the set of
-// grants; the head is the first gang in queue order that does not fit;
-// backfill is admitting gangs behind it; the starvation bound ends
-// backfill onto the head's fence, the nodes it drains; elastic surplus is
-// the workers of a grant above its min, the only thing ever reclaimed.
+// grants; a worker is unbound until its pod is bound where granted, and
+// only unbound workers are ever moved; the head is the first gang in
+// queue order that does not fit; backfill is admitting gangs behind it;
+// the starvation bound ends backfill onto the head's fence, the nodes it
+// drains; elastic surplus is the workers of a grant above its min, the
+// only thing ever reclaimed.
 package engine
