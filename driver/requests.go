@@ -5,6 +5,7 @@ import (
 
 	"github.com/phasegang/phasegang/apis/v1alpha1"
 	"github.com/phasegang/phasegang/engine"
+	"github.com/phasegang/phasegang/phases"
 )
 
 // Priorities maps PriorityClass names to their values.
@@ -59,6 +60,7 @@ func Request(pt *v1alpha1.PhasedTraining, phase *v1alpha1.Phase, ps *v1alpha1.Ph
 		Footprint:   engine.WorkerFootprint(&phase.Template.Spec),
 		Constraints: engine.ConstraintsOf(&phase.Template.Spec),
 		HostPorts:   engine.HostPortsOf(&phase.Template.Spec),
+		OnePerNode:  phases.SpreadsOwnWorkers(&phase.Template.Spec, phase.Template.Labels),
 		Quota:       engine.QuotaFactsOf(&phase.Template.Spec),
 	}
 	r.Queued = r.Created

@@ -8,6 +8,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/phasegang/phasegang/apis/v1alpha1"
 	"github.com/phasegang/phasegang/engine"
@@ -22,6 +23,11 @@ func TestRequest(t *testing.T) {
 	aff := &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
 		NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{{Key: "zone", Operator: corev1.NodeSelectorOpIn, Values: []string{"a"}}}}},
 	}}}
+	// spread keeps the gang's workers one per node: it selects the
+	// template's labels.
+	spread := &corev1.Affinity{NodeAffinity: aff.NodeAffinity, PodAntiAffinity: &corev1.PodAntiAffinity{
+		RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{TopologyKey: corev1.LabelHostname,
+			LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "bert"}}}}}}
 	base := func() *wrappers.PT {
 		return wrappers.MakePT("job").Created(created).Phase("train", 2).Desired(4).Template(func(p *corev1.PodTemplateSpec) {
 			p.Spec.NodeSelector, p.Spec.Tolerations, p.Spec.Affinity = sel, tol, aff
@@ -74,6 +80,19 @@ func TestRequest(t *testing.T) {
 				return ps
 			}(),
 			want: func(r *engine.Request) { r.Queued, r.NotBefore = wrappers.T0, wrappers.T0.Add(time.Minute) },
+		},
+		"host ports and one worker per node from the template": {
+			pt: base().Template(func(p *corev1.PodTemplateSpec) {
+				p.Labels = map[string]string{"app": "bert"}
+				p.Spec.Containers[0].Ports = []corev1.ContainerPort{{ContainerPort: 9100, HostPort: 9100}}
+				p.Spec.Affinity = spread
+			}).Obj(),
+			ps: wrappers.Attempt(wrappers.Queued("train"), 1, 2),
+			want: func(r *engine.Request) {
+				r.HostPorts = []engine.HostPort{{Protocol: "TCP", Port: 9100, HostIP: "0.0.0.0"}}
+				r.OnePerNode = true
+				r.Constraints.Affinity = spread
+			},
 		},
 		"desired defaults to min": {
 			pt: wrappers.MakePT("job").Created(created).Phase("train", 3).Obj(), ps: wrappers.Queued("train"),

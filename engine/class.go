@@ -117,6 +117,10 @@ func (s *State) computeInfeasibility(gr *gangReq, c *nodeClass) string {
 		}
 		return fmt.Sprintf("no matching node has room for one worker of %s, even empty", FormatResources(s.resourceList(gr.fp)))
 	}
+	if total < need && gr.req.OnePerNode && len(gr.ports) == 0 {
+		return fmt.Sprintf("needs %d workers at once, and its required pod anti-affinity (kubernetes.io/hostname) allows at most one per node, but %d of the %d matching nodes can hold a worker of %s even when empty",
+			need, total, len(c.nodes), FormatResources(s.resourceList(gr.fp)))
+	}
 	if total < need && len(gr.ports) > 0 {
 		return fmt.Sprintf("needs %d workers at once, each binding host port %s, so at most one per node, but %d of the %d matching nodes can hold a worker of %s even when empty",
 			need, portsText(gr.ports), total, len(c.nodes), FormatResources(s.resourceList(gr.fp)))

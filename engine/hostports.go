@@ -8,7 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 )
 
-// Host ports
+// Host ports, and one worker per node
 //
 // A container port with a hostPort binds that port on the node, so
 // kube-scheduler's NodePorts filter binds a pod only on a node where no
@@ -17,6 +17,10 @@ import (
 // refuse: a worker with host ports goes only on a node where neither the
 // pods no grant covers (Node.HostPorts) nor another granted worker uses a
 // conflicting port, and so at most one worker of its gang per node.
+//
+// A gang whose template's required pod anti-affinity on
+// kubernetes.io/hostname selects its own workers (Request.OnePerNode) gets
+// the same one-per-node rule, without the ports.
 
 // HostPort is one host port a pod binds.
 type HostPort struct {
@@ -116,16 +120,27 @@ func anyConflict(a, b []HostPort) bool {
 	return false
 }
 
-// portBlocked marks the nodes where a worker of gr cannot bind its host
-// ports now: a pod no grant covers, or a granted worker (of any gang, gr's
-// own included), uses a conflicting port there. nil when gr has none.
+// spread reports whether a gang's workers go at most one per node.
+func (gr *gangReq) spread() bool { return len(gr.ports) > 0 || gr.req.OnePerNode }
+
+// portBlocked marks the nodes where a worker of gr cannot go now: a pod no
+// grant covers, or a granted worker (of any gang, gr's own included),
+// binds a conflicting host port there, or, for a gang kept one per node,
+// one of its own workers is there already. nil when gr is not spread.
 func (s *State) portBlocked(gr *gangReq) []bool {
-	if len(gr.ports) == 0 {
+	if !gr.spread() {
 		return nil
 	}
 	blocked := make([]bool, len(s.nodes))
 	for i, n := range s.nodes {
 		blocked[i] = anyConflict(gr.ports, n.ports)
+	}
+	if g, ok := s.grants[gr.req.Gang]; ok && gr.req.OnePerNode {
+		for _, w := range g.workers {
+			if w >= 0 {
+				blocked[w] = true
+			}
+		}
 	}
 	for _, g := range s.portGrants {
 		if !anyConflict(gr.ports, g.ports) {
@@ -143,7 +158,7 @@ func (s *State) portBlocked(gr *gangReq) []bool {
 // portRoom caps a node's room for a gang with host ports: one worker at
 // most, none where its ports are taken.
 func portRoom(gr *gangReq, blocked []bool, i int32, room int64) int64 {
-	if len(gr.ports) == 0 {
+	if !gr.spread() {
 		return room
 	}
 	if blocked != nil && blocked[i] {

@@ -54,6 +54,12 @@ func portReq(p string, min, desired int32, age int, port int32) Request {
 	return r
 }
 
+func spreadReq(p string, min, desired int32, age int) Request {
+	r := req(p, min, desired, age)
+	r.OnePerNode = true
+	return r
+}
+
 func TestHostPortPlacement(t *testing.T) {
 	two := []Node{gpuNode("a", 8), gpuNode("b", 8)}
 	taken := gpuNode("c", 8)
@@ -89,6 +95,25 @@ func TestHostPortPlacement(t *testing.T) {
 			ledger: []Grant{{Request: portReq("old", 2, 2, 0, 8080), Workers: []string{"a", "b"}}},
 			queue:  []Request{portReq("p", 2, 2, 1, 9090)},
 			want:   map[string]map[string]int{"ns/p": {"a": 1, "b": 1}},
+		},
+		"required anti-affinity between its own workers: one per node": {
+			nodes: two, queue: []Request{spreadReq("p", 2, 2, 0)},
+			want: map[string]map[string]int{"ns/p": {"a": 1, "b": 1}},
+		},
+		"required anti-affinity: more workers than nodes can never fit": {
+			nodes: two, queue: []Request{spreadReq("p", 3, 3, 0)},
+			infeasible: "needs 3 workers at once, and its required pod anti-affinity (kubernetes.io/hostname) allows at most one per node, but 2 of the 2 matching nodes can hold a worker of {nvidia.com/gpu: 1} even when empty",
+		},
+		"required anti-affinity: growth goes to nodes the gang is not on": {
+			nodes:  []Node{gpuNode("a", 8), gpuNode("b", 8), gpuNode("c", 8)},
+			ledger: []Grant{{Request: spreadReq("p", 1, 4, 0), Workers: []string{"b"}}},
+			want:   map[string]map[string]int{"ns/p": {"a": 1, "c": 1}},
+		},
+		"required anti-affinity does not keep other gangs away": {
+			nodes:  []Node{gpuNode("a", 8)},
+			ledger: []Grant{{Request: spreadReq("old", 1, 1, 0), Workers: []string{"a"}}},
+			queue:  []Request{spreadReq("p", 1, 1, 1)},
+			want:   map[string]map[string]int{"ns/p": {"a": 1}},
 		},
 		"an elastic gang grows only onto nodes it is not on": {
 			nodes: []Node{gpuNode("a", 8), gpuNode("b", 8), gpuNode("c", 8)}, queue: []Request{portReq("p", 1, 5, 0, 8080)},

@@ -229,6 +229,9 @@ func (s *State) newGangReq(r Request) *gangReq {
 	}
 	gr.ports = normalizePorts(r.HostPorts)
 	b.WriteString(portsKey(gr.ports))
+	if r.OnePerNode {
+		b.WriteString("onepernode;")
+	}
 	gr.fpKey = b.String()
 	gr.classKey = constraintsKey(r.Constraints)
 	gr.shapeKey = gr.classKey + "\x00" + gr.fpKey

@@ -97,6 +97,10 @@ type Request struct {
 	// workers with conflicting ones share a node, so a gang with any has
 	// at most one worker per node (hostports.go).
 	HostPorts []HostPort
+	// OnePerNode keeps the gang's workers on distinct nodes: the
+	// template's required pod anti-affinity on kubernetes.io/hostname
+	// selects the gang's own workers (phases.SpreadsOwnWorkers).
+	OnePerNode bool
 	// Quota is what the namespace's ResourceQuotas read of a worker
 	// beyond its Footprint (limits, scope facts); see Snapshot.Quotas.
 	Quota QuotaFacts

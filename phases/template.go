@@ -54,7 +54,7 @@ func validateTemplate(p *field.Path, t *corev1.PodTemplateSpec) field.ErrorList 
 		errs = append(errs, validateContainerSchema(sp.Child("ephemeralContainers").Index(i), &spec.EphemeralContainers[i].EphemeralContainerCommon)...)
 	}
 	errs = append(errs, validatePodSchema(sp, spec)...)
-	errs = append(errs, validatePinning(sp, spec)...)
+	errs = append(errs, validatePinning(sp, t.Labels, spec)...)
 	return errs
 }
 

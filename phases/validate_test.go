@@ -110,7 +110,16 @@ func validateCases() map[string]validateCase {
 			s.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{
 				{TopologyKey: "kubernetes.io/hostname", LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "x"}}}}}}
 		}), want: []string{
-			"spec.phases[0].template.spec.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution: Forbidden: the engine does not model required pod anti-affinity yet and would reserve placements kube-scheduler refuses: use preferredDuringSchedulingIgnoredDuringExecution, or whole-node resource requests to get one worker per node"}},
+			"spec.phases[0].template.spec.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution[0]: Forbidden: phasegang honours required pod anti-affinity only to keep a gang's own workers one per node (topologyKey kubernetes.io/hostname, a labelSelector that selects the template's labels, no namespaces): labelSelector app=x does not select the template's labels (none)"}},
+		"template-pinning required anti-affinity between the gang's own workers": {pt: wrappers.MakePT("p").Phase("train", 1).Template(func(t *corev1.PodTemplateSpec) { t.Labels = map[string]string{"app": "x"} }).PodSpec(func(s *corev1.PodSpec) {
+			s.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{
+				{TopologyKey: "kubernetes.io/hostname", LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "x"}}}}}}
+		})},
+		"template-pinning required anti-affinity across zones": {pt: wrappers.MakePT("p").Phase("train", 1).Template(func(t *corev1.PodTemplateSpec) { t.Labels = map[string]string{"app": "x"} }).PodSpec(func(s *corev1.PodSpec) {
+			s.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{
+				{TopologyKey: "topology.kubernetes.io/zone", LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "x"}}}}}}
+		}), want: []string{
+			`spec.phases[0].template.spec.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution[0]: Forbidden: phasegang honours required pod anti-affinity only to keep a gang's own workers one per node (topologyKey kubernetes.io/hostname, a labelSelector that selects the template's labels, no namespaces): topologyKey "topology.kubernetes.io/zone" is not kubernetes.io/hostname`}},
 		"template-pod fractional extended resource": {pt: wrappers.MakePT("p").Phase("train", 1).Resources(
 			nil, corev1.ResourceList{gpu: q("500m"), "cpu": q("500m")}), want: []string{
 			`spec.phases[0].template.spec.containers[0].resources.limits[nvidia.com/gpu]: Invalid value: "500m": must be a whole number: the API server rejects fractions of an extended resource`}},

@@ -60,3 +60,42 @@ func TestHostPortGangs(t *testing.T) {
 		t.Errorf("the Infeasible pipeline has %d pods", len(ps))
 	}
 }
+
+// Required pod anti-affinity between a gang's own workers (one per node)
+// is honoured, not refused: on two nodes a 2-worker gang runs one worker
+// per node and succeeds, and a 3-worker one is Infeasible at once.
+func TestOneWorkerPerNodeGangs(t *testing.T) {
+	ns := namespace(t)
+	pool := nodes(t, "pool-spread", 2, 8)
+	spread := func(app string) corev1.PodTemplateSpec {
+		tmpl := worker("pool-spread", 1, 2, "")
+		tmpl.Labels = map[string]string{"app": app}
+		tmpl.Spec.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{
+			RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{
+				TopologyKey: corev1.LabelHostname, LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": app}},
+			}},
+		}}
+		return tmpl
+	}
+	three := makePT(ns, "three").phase("train", 3, 3, spread("three")).create(t)
+	two := makePT(ns, "two").phase("train", 2, 2, spread("two")).create(t)
+
+	var msg string
+	eventually(t, 20*time.Second, "the 3-worker gang Infeasible", func() (bool, error) {
+		cur := get(t, three)
+		c := meta.FindStatusCondition(cur.Status.Conditions, string(v1alpha1.ConditionInfeasible))
+		if c == nil || c.Status != metav1.ConditionTrue {
+			return false, fmt.Errorf("%s", describe(cur))
+		}
+		msg = c.Message
+		return true, nil
+	})
+	if want := "its required pod anti-affinity (kubernetes.io/hostname) allows at most one per node"; !strings.Contains(msg, want) {
+		t.Errorf("Infeasible says %q, want it to contain %q", msg, want)
+	}
+	t.Logf("Infeasible: %s", msg)
+	done := waitState(t, two, v1alpha1.PipelineSucceeded, 60*time.Second)
+	if got := done.Status.Phases[0].Reservation; got[pool[0]] != 1 || got[pool[1]] != 1 {
+		t.Errorf("reservation %v, want one worker on each of %v", got, pool)
+	}
+}
