@@ -5,6 +5,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/phasegang/phasegang/apis/v1alpha1"
 	"github.com/phasegang/phasegang/engine"
 )
 
@@ -36,7 +37,7 @@ func MarkBinding(d *Demand, pods []corev1.Pod) {
 			}
 			g.Unbound = append(g.Unbound, int32(w))
 			if msg, refused := refusal(p, node); refused {
-				g.Refused = append(g.Refused, engine.RefusedWorker{Index: int32(w), Message: msg})
+				g.Refused = append(g.Refused, engine.RefusedWorker{Index: int32(w), Message: msg, Moved: refusedMoves(ps, int32(w))})
 			}
 		}
 	}
@@ -66,4 +67,17 @@ func refusal(p *corev1.Pod, node string) (string, bool) {
 // affinity conflict", "pod has unbound immediate PersistentVolumeClaims").
 func volumeReason(msg string) bool {
 	return strings.Contains(strings.ToLower(msg), "volume")
+}
+
+// refusedMoves counts the moves of worker w for a refusal in the phase's
+// history: the engine moves a refused worker once, then leaves it.
+func refusedMoves(ps *v1alpha1.PhaseStatus, w int32) int32 {
+	prefix := engine.RefusedMovePrefix(w)
+	var n int32
+	for _, e := range ps.History {
+		if e.Type == v1alpha1.PhaseEventMoved && strings.HasPrefix(e.Message, prefix) {
+			n++
+		}
+	}
+	return n
 }

@@ -30,7 +30,8 @@ import (
 //  4. moves each worker kube-scheduler refused (Grant.Refused) to another
 //     node that fits it on free capacity, unless pods being deleted hold
 //     what it needs on its own node (it binds once they are gone); one
-//     that fits nowhere stays and is reported (Plan.Refused).
+//     that fits nowhere, or was moved for a refusal before, stays and is
+//     reported (Plan.Refused).
 //
 // Overcommit caused only by leaving pods (an ended gang's pods still
 // terminating) is waited out: moving would chase capacity that comes back
@@ -181,7 +182,13 @@ func (s *State) moveRefused(plan *Plan) bool {
 			if from < 0 || !g.unbound[idx] || s.waitsForLeaving(s.nodes[from], g.fp) {
 				continue
 			}
-			why := fmt.Sprintf("kube-scheduler refused worker %d on node %s (%s)", idx, s.nodes[from].node.Name, g.refused[idx])
+			rf := g.refused[idx]
+			why := fmt.Sprintf("%s%s (%s)", RefusedMovePrefix(idx), s.nodes[from].node.Name, rf.Message)
+			if rf.Moved >= maxRefusedMoves {
+				plan.Refused = append(plan.Refused, Refusal{Gang: g.req.Gang, Index: idx, Node: s.nodes[from].node.Name,
+					Message: why + "; it was moved for a refusal before, so it stays reserved there"})
+				continue
+			}
 			mask := make([]bool, len(s.nodes))
 			mask[from] = true
 			p := s.place(&g.gangReq, s.class(&g.gangReq), 1, 1, mask)
@@ -200,6 +207,18 @@ func (s *State) moveRefused(plan *Plan) bool {
 		}
 	}
 	return moved
+}
+
+// maxRefusedMoves bounds the moves of one refused worker (see
+// RefusedWorker.Moved).
+const maxRefusedMoves = 1
+
+// RefusedMovePrefix begins the Message of a Move (and a Refusal) for
+// worker index refused by kube-scheduler, followed by the node's name; a
+// caller that keeps the messages (the status history) counts a worker's
+// moves with it.
+func RefusedMovePrefix(index int32) string {
+	return fmt.Sprintf("kube-scheduler refused worker %d on node ", index)
 }
 
 // movableGrants lists the grants with unbound workers in queue order.

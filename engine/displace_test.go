@@ -155,6 +155,16 @@ func TestRefusedWorkers(t *testing.T) {
 			want: Plan{Refused: []Refusal{{Gang: gangOf("p"), Index: 1, Node: "a",
 				Message: "kube-scheduler refused worker 1 on node a (" + refusal + "); no other node fits it now, so it stays reserved there"}}},
 		},
+		"moved for a refusal before: it stays, and the plan says so": {
+			nodes: []Node{gpuNode("a", 8), gpuNode("b", 8)},
+			ledger: []Grant{func() Grant {
+				g := refused(grantOn("p", 0, repeat("a", 2), 0, 1))
+				g.Refused[0].Moved = 1
+				return g
+			}()},
+			want: Plan{Refused: []Refusal{{Gang: gangOf("p"), Index: 1, Node: "a",
+				Message: "kube-scheduler refused worker 1 on node a (" + refusal + "); it was moved for a refusal before, so it stays reserved there"}}},
+		},
 		"pods being deleted on its node hold what it needs: it waits": {
 			nodes: []Node{
 				{Name: "a", Allocatable: ResourceList{gpu: Milli(8)}, Used: ResourceList{gpu: Milli(6)}, Leaving: ResourceList{gpu: Milli(6)}},

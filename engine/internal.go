@@ -80,7 +80,7 @@ type grantState struct {
 	// unbound holds the workers whose pods are not bound yet (Grant.Unbound),
 	// refused those kube-scheduler refused, with its reason (Grant.Refused).
 	unbound map[int32]bool
-	refused map[int32]string
+	refused map[int32]RefusedWorker
 }
 
 type pendingRelease struct {
@@ -339,8 +339,8 @@ func (s *State) exportGrant(g *grantState) Grant {
 		if g.unbound[int32(i)] {
 			out.Unbound = append(out.Unbound, int32(i))
 		}
-		if msg, ok := g.refused[int32(i)]; ok {
-			out.Refused = append(out.Refused, RefusedWorker{Index: int32(i), Message: msg})
+		if r, ok := g.refused[int32(i)]; ok {
+			out.Refused = append(out.Refused, r)
 		}
 	}
 	pr := s.pendingRelease[g.req.Gang]
@@ -367,14 +367,14 @@ func workerSet(ws []int32, n int) map[int32]bool {
 }
 
 // refusedSet indexes Grant.Refused, ignoring indices the grant does not have.
-func refusedSet(rs []RefusedWorker, n int) map[int32]string {
-	var out map[int32]string
+func refusedSet(rs []RefusedWorker, n int) map[int32]RefusedWorker {
+	var out map[int32]RefusedWorker
 	for _, r := range rs {
 		if r.Index >= 0 && int(r.Index) < n {
 			if out == nil {
-				out = map[int32]string{}
+				out = map[int32]RefusedWorker{}
 			}
-			out[r.Index] = r.Message
+			out[r.Index] = r
 		}
 	}
 	return out

@@ -140,6 +140,11 @@ type RefusedWorker struct {
 	Index int32
 	// Message is kube-scheduler's reason (the PodScheduled message).
 	Message string
+	// Moved counts how often this worker was moved for a refusal already
+	// (moves whose Message begins with RefusedMovePrefix). The engine
+	// moves a refused worker once: a reason kube-scheduler finds on every
+	// node would otherwise have its pod deleted and made again forever.
+	Moved int32
 }
 
 // Snapshot is everything one scheduling cycle reads.
