@@ -47,20 +47,7 @@ func TestUnmanagedPodTakesGrantedNode(t *testing.T) {
 	if other == granted {
 		other = pool[1]
 	}
-	intruder := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "intruder"},
-		Spec: corev1.PodSpec{
-			NodeName:    granted,
-			Tolerations: []corev1.Toleration{{Key: "kwok.x-k8s.io/node", Operator: corev1.TolerationOpExists}},
-			Containers: []corev1.Container{{Name: "c", Image: "other:e2e", Resources: corev1.ResourceRequirements{
-				Requests: corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("1")},
-				Limits:   corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("1")},
-			}}},
-		},
-	}
-	if err := k8s.Create(context.Background(), intruder); err != nil {
-		t.Fatal(err)
-	}
+	intrude(t, ns, granted)
 	took := time.Now()
 
 	var what v1alpha1.PhaseEvent
@@ -104,8 +91,89 @@ func TestUnmanagedPodTakesGrantedNode(t *testing.T) {
 
 	// Lift the gate of every worker pod, the re-created one included,
 	// until the pipeline ends: every worker binds where it is reserved.
+	ungateUntilDone(t, pt)
+	// No worker ever bound to the taken node beyond what it holds.
+	var bound int
+	for _, p := range pods(t, ns, map[string]string{"phasegang.dev/pipeline": "race"}) {
+		if p.Spec.NodeName == granted {
+			bound++
+		}
+	}
+	if bound > 7 {
+		t.Errorf("%d workers ran on %s, which holds 7 next to the intruder", bound, granted)
+	}
+}
+
+// When no other node fits the displaced worker, the gang is released
+// whole and the same attempt queued again (its age kept, no retry spent):
+// its pods go, it waits for capacity with the numbers, and once the other
+// pod is gone it is re-reserved and runs.
+func TestUnmanagedPodDisplacesGang(t *testing.T) {
+	ns := namespace(t)
+	nodes(t, "pool-displace", 1, 8)
+	tmpl := worker("pool-displace", 1, 2, "")
+	tmpl.Spec.SchedulingGates = []corev1.PodSchedulingGate{{Name: "e2e.phasegang.dev/hold"}}
+	pt := makePT(ns, "displaced").phase("train", 8, 8, tmpl).create(t)
+	eventually(t, 30*time.Second, "the gang granted", func() (bool, error) {
+		cur := get(t, pt)
+		return len(cur.Status.Phases) > 0 && cur.Status.Phases[0].Workers.Granted == 8, fmt.Errorf("%s", describe(cur))
+	})
+	intruder := intrude(t, ns, "pool-displace-0")
+	took := time.Now()
+	var cur *v1alpha1.PhasedTraining
+	eventually(t, 10*time.Second, "the gang released and queued again", func() (bool, error) {
+		cur = get(t, pt)
+		ps := cur.Status.Phases[0]
+		return ps.State == v1alpha1.PhaseQueued && strings.Contains(ps.WaitingFor, "7 fit now"), fmt.Errorf("%s", describe(cur))
+	})
+	t.Logf("released and queued after %v: %s", time.Since(took).Round(10*time.Millisecond), cur.Status.Phases[0].Message)
+	ps := cur.Status.Phases[0]
+	if ps.Attempt != 0 || len(cur.Status.Phases) != 1 {
+		t.Errorf("requeued as attempt %d (%d phase entries), want the same attempt 0", ps.Attempt, len(cur.Status.Phases))
+	}
+	if want := "no other node fits worker 7; the gang was released and queued again"; !strings.Contains(ps.Message, want) {
+		t.Errorf("message %q, want it to contain %q", ps.Message, want)
+	}
+	if h := ps.History; len(h) == 0 || h[len(h)-1].Type != v1alpha1.PhaseEventDisplaced {
+		t.Errorf("history %v, want it to end with Displaced", h)
+	}
+	eventually(t, 10*time.Second, "the released gang's pods deleted", func() (bool, error) {
+		left := pods(t, ns, map[string]string{"phasegang.dev/pipeline": "displaced"})
+		return len(left) == 0, fmt.Errorf("%d pods left", len(left))
+	})
+	if err := k8s.Delete(context.Background(), intruder, client.GracePeriodSeconds(0)); err != nil {
+		t.Fatal(err)
+	}
+	ungateUntilDone(t, pt)
+}
+
+// intrude creates, in ns, a pod phasegang does not manage that names node
+// and takes one GPU there.
+func intrude(t *testing.T, ns, node string) *corev1.Pod {
+	t.Helper()
+	p := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "intruder"},
+		Spec: corev1.PodSpec{
+			NodeName:    node,
+			Tolerations: []corev1.Toleration{{Key: "kwok.x-k8s.io/node", Operator: corev1.TolerationOpExists}},
+			Containers: []corev1.Container{{Name: "c", Image: "other:e2e", Resources: corev1.ResourceRequirements{
+				Requests: corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("1")},
+				Limits:   corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("1")},
+			}}},
+		},
+	}
+	if err := k8s.Create(context.Background(), p); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// ungateUntilDone lifts the scheduling gate of every worker pod of pt
+// (re-created ones included) until the pipeline succeeds.
+func ungateUntilDone(t *testing.T, pt *v1alpha1.PhasedTraining) {
+	t.Helper()
 	eventually(t, 60*time.Second, "the pipeline to succeed", func() (bool, error) {
-		for _, p := range pods(t, ns, map[string]string{"phasegang.dev/pipeline": "race"}) {
+		for _, p := range pods(t, pt.Namespace, map[string]string{"phasegang.dev/pipeline": pt.Name}) {
 			if len(p.Spec.SchedulingGates) == 0 {
 				continue
 			}
@@ -120,14 +188,4 @@ func TestUnmanagedPodTakesGrantedNode(t *testing.T) {
 		}
 		return cur.Status.State == v1alpha1.PipelineSucceeded, fmt.Errorf("state %s: %s", cur.Status.State, describe(cur))
 	})
-	// No worker ever bound to the taken node beyond what it holds.
-	var bound int
-	for _, p := range pods(t, ns, map[string]string{"phasegang.dev/pipeline": "race"}) {
-		if p.Spec.NodeName == granted {
-			bound++
-		}
-	}
-	if bound > 7 {
-		t.Errorf("%d workers ran on %s, which holds 7 next to the intruder", bound, granted)
-	}
 }
