@@ -14,17 +14,19 @@ import (
 
 // nodeState is one node with its capacity as dense vectors indexed by dim.
 type nodeState struct {
-	node  Node
-	alloc []int64 // allocatable
-	used  []int64 // unmanaged pods
+	// free (alloc - used - grants) and grantCount come first: the
+	// placement loop reads them for every node, the rest rarely.
+	free []int64
+	// grantCount is how many granted workers sit on the node; a node with
+	// none is "whole" and the placement heuristic keeps it for large gangs.
+	grantCount int32
+	node       Node
+	alloc      []int64 // allocatable
+	used       []int64 // unmanaged pods
 	// leaving is the part of used that comes back by itself (Node.Leaving).
 	leaving []int64
 	// ports are the host ports of its pods no grant covers.
 	ports []HostPort
-	free  []int64 // alloc - used - grants
-	// grantCount is how many granted workers sit on the node; a node with
-	// none is "whole" and the placement heuristic keeps it for large gangs.
-	grantCount int32
 	// k8s is a minimal corev1.Node for kube-scheduler's affinity helpers.
 	k8s *corev1.Node
 }
@@ -174,16 +176,21 @@ func (s *State) vector(rl ResourceList) []int64 {
 }
 
 func (s *State) newNodeState(n Node) *nodeState {
+	// The callers intern every name of n first, so the vectors below
+	// have one length.
 	ns := &nodeState{node: n}
-	// Intern every name first, so the vectors below have one length.
-	s.internAll(n.Allocatable)
-	s.internAll(n.Used)
-	s.internAll(n.Leaving)
 	ns.alloc = s.vector(n.Allocatable)
 	ns.used = s.vector(n.Used)
-	ns.leaving = s.vector(n.Leaving)
+	// leaving and free share one allocation (capped, so growing one
+	// never writes into the other): the Schedule path builds every node
+	// every cycle.
+	d := len(ns.alloc)
+	lf := make([]int64, 2*d)
+	ns.leaving, ns.free = lf[:d:d], lf[d:]
+	for name, amt := range n.Leaving {
+		ns.leaving[s.dims[name]] = amt
+	}
 	ns.ports = normalizePorts(n.HostPorts)
-	ns.free = make([]int64, len(ns.alloc))
 	for d := range ns.alloc {
 		ns.free[d] = ns.alloc[d] - ns.used[d]
 	}

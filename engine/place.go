@@ -49,7 +49,10 @@ func (s *State) place(gr *gangReq, c *nodeClass, want, atLeast int32, fenced []b
 		}
 		// Room is counted uncapped so best fit can tell a snug node from
 		// a roomy one; caps and the total are capped at want.
-		room := portRoom(gr, blocked, i, capOf(s.nodes[i].free, gr.fp, maxRoom))
+		room := capOf(s.nodes[i].free, gr.fp, maxRoom)
+		if blocked != nil {
+			room = portRoom(gr, blocked, i, room)
+		}
 		k := min(room, limit)
 		caps = append(caps, int32(k))
 		total += k

@@ -113,6 +113,7 @@ func NewState(cfg Config, nodes []Node, ledger []Grant) *State {
 	for _, n := range sorted {
 		s.internAll(n.Allocatable)
 		s.internAll(n.Used)
+		s.internAll(n.Leaving)
 	}
 	s.nodes = make([]*nodeState, 0, len(sorted))
 	for _, n := range sorted {
@@ -236,6 +237,7 @@ func (s *State) MarkRelease(key GangKey) {
 func (s *State) AddNode(n Node) {
 	s.internAll(n.Allocatable)
 	s.internAll(n.Used)
+	s.internAll(n.Leaving)
 	ns := s.newNodeState(n)
 	if i, ok := s.nodeIdx[n.Name]; ok {
 		old := s.nodes[i]
