@@ -101,7 +101,15 @@ func (s *State) liftDisplaced() []*displacement {
 		}
 		why := displacedWhy(n, short)
 		if short == nil {
-			why = fmt.Sprintf("node %s can no longer hold its reserved workers: a pod phasegang does not manage binds host port %s there", n.node.Name, portsText(n.ports))
+			var taken []HostPort
+			for _, c := range cs {
+				for _, p := range n.ports {
+					if anyConflict(c.g.ports, []HostPort{p}) && !slices.Contains(taken, p) {
+						taken = append(taken, p)
+					}
+				}
+			}
+			why = fmt.Sprintf("node %s can no longer hold its reserved workers: a pod phasegang does not manage binds host port %s there", n.node.Name, portsText(normalizePorts(taken)))
 		}
 		slices.SortFunc(cs, func(a, b cand) int {
 			if c := compareQueue(&b.g.req, &a.g.req); c != 0 {

@@ -149,7 +149,7 @@ func TestHostPortPlacement(t *testing.T) {
 // on its node before the worker binds displaces it, as capacity would.
 func TestHostPortTakenDisplaces(t *testing.T) {
 	a := gpuNode("a", 8)
-	a.HostPorts = []HostPort{{Port: 8080}}
+	a.HostPorts = []HostPort{{Port: 8080}, {Port: 22}} // only the one it needs is named
 	plan := Schedule(DefaultConfig(), Snapshot{Now: t0, Nodes: []Node{a, gpuNode("b", 8)},
 		Ledger: []Grant{{Request: portReq("p", 1, 1, 0, 8080), Workers: []string{"a"}, Unbound: []int32{0}}}})
 	want := []Move{{Gang: gangOf("p"), Reason: MoveDisplaced, Workers: []MovedWorker{{Index: 0, From: "a", To: "b"}},
