@@ -189,3 +189,76 @@ func ungateUntilDone(t *testing.T, pt *v1alpha1.PhasedTraining) {
 		return cur.Status.State == v1alpha1.PipelineSucceeded, fmt.Errorf("state %s: %s", cur.Status.State, describe(cur))
 	})
 }
+
+// kube-scheduler refuses a pinned worker for a reason the engine does not
+// model: another pipeline's running workers carry the label its required
+// pod anti-affinity selects, on every node. The worker is moved once to a
+// node with free capacity, refused there too, and then stays, saying so
+// in its history and an Event; once the other pipeline ends it binds and
+// the pipeline succeeds. No delete-and-create loop.
+func TestRefusedWorkerMovesOnce(t *testing.T) {
+	ns := namespace(t)
+	nodes(t, "pool-refuse", 2, 8)
+	apart := func(seconds int) corev1.PodTemplateSpec {
+		tmpl := worker("pool-refuse", 1, seconds, "")
+		tmpl.Labels = map[string]string{"app": "shared"}
+		tmpl.Spec.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{
+			RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{
+				TopologyKey: corev1.LabelHostname, LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "shared"}},
+			}},
+		}}
+		return tmpl
+	}
+	first := makePT(ns, "first").phase("train", 2, 2, apart(8)).create(t)
+	waitState(t, first, v1alpha1.PipelineRunning, 30*time.Second)
+	second := makePT(ns, "second").phase("train", 1, 1, apart(1)).create(t)
+
+	var history []v1alpha1.PhaseEvent
+	eventually(t, 20*time.Second, "the refused worker moved once, then left where it is", func() (bool, error) {
+		cur := get(t, second)
+		if len(cur.Status.Phases) == 0 {
+			return false, nil
+		}
+		history = cur.Status.Phases[0].History
+		for _, e := range history {
+			if e.Type == v1alpha1.PhaseEventRefused {
+				return true, nil
+			}
+		}
+		return false, fmt.Errorf("%s; history %v", describe(cur), history)
+	})
+	var moved, refused int
+	for _, e := range history {
+		switch e.Type {
+		case v1alpha1.PhaseEventMoved:
+			moved++
+			t.Logf("Moved: %s", e.Message)
+		case v1alpha1.PhaseEventRefused:
+			refused++
+			t.Logf("Refused: %s", e.Message)
+			if !strings.Contains(e.Message, "anti-affinity") || !strings.Contains(e.Message, "so it stays reserved there") {
+				t.Errorf("Refused says %q, want kube-scheduler's anti-affinity reason and that it stays", e.Message)
+			}
+		}
+	}
+	if moved != 1 || refused != 1 {
+		t.Errorf("history %v: want one Moved, then one Refused", history)
+	}
+	eventually(t, 10*time.Second, "a WorkerRefused Event", func() (bool, error) {
+		var evs corev1.EventList
+		if err := k8s.List(context.Background(), &evs, client.InNamespace(ns)); err != nil {
+			return false, err
+		}
+		for _, e := range evs.Items {
+			if e.Reason == "WorkerRefused" && e.InvolvedObject.Name == "second" {
+				return true, nil
+			}
+		}
+		return false, fmt.Errorf("no WorkerRefused event among %d", len(evs.Items))
+	})
+	waitState(t, first, v1alpha1.PipelineSucceeded, 30*time.Second)
+	waitState(t, second, v1alpha1.PipelineSucceeded, 30*time.Second)
+	if h := get(t, second).Status.Phases[0].History; len(h) > len(history)+1 {
+		t.Errorf("the history grew from %d to %d entries while it waited: %v", len(history), len(h), h)
+	}
+}
