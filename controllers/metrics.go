@@ -17,7 +17,11 @@ type Metrics struct {
 	Grants       prometheus.Counter
 	Releases     prometheus.Counter
 	Shrinks      prometheus.Counter
-	Infeasible   prometheus.Gauge
+	// Moved counts workers moved off a node another pod took (or that
+	// kube-scheduler refused); Displaced counts gangs released for it.
+	Moved      prometheus.Counter
+	Displaced  prometheus.Counter
+	Infeasible prometheus.Gauge
 }
 
 // NewMetrics creates the metrics and registers them with reg (the
@@ -42,10 +46,14 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "phasegang_releases_total", Help: "Grants released (phase ended, retried, timed out or lost a node)."}),
 		Shrinks: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "phasegang_surplus_shrinks_total", Help: "Elastic gangs shrunk to give surplus to an older or higher-priority gang."}),
+		Moved: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "phasegang_moved_workers_total", Help: "Unbound workers moved to another node: a pod phasegang does not manage took their node, or kube-scheduler refused them there."}),
+		Displaced: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "phasegang_displaced_gangs_total", Help: "Gangs released and queued again because a pod phasegang does not manage took capacity of their unbound workers and no other node fit them."}),
 		Infeasible: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "phasegang_infeasible_gangs", Help: "Queued gangs that cannot fit even in the empty cluster."}),
 	}
-	reg.MustRegister(m.QueueLength, m.Wait, m.ReservedGPUs, m.UsedGPUs, m.Grants, m.Releases, m.Shrinks, m.Infeasible)
+	reg.MustRegister(m.QueueLength, m.Wait, m.ReservedGPUs, m.UsedGPUs, m.Grants, m.Releases, m.Shrinks, m.Moved, m.Displaced, m.Infeasible)
 	return m
 }
 
@@ -70,4 +78,12 @@ func (m *Metrics) observeSnapshot(snap engine.Snapshot, plan engine.Plan) {
 	m.ReservedGPUs.Set(float64(reserved) / 1000)
 	m.UsedGPUs.Set(float64(used) / 1000)
 	m.Infeasible.Set(float64(len(plan.Infeasible)))
+	for _, mv := range plan.Moves {
+		m.Moved.Add(float64(len(mv.Workers)))
+	}
+	for _, rel := range plan.Releases {
+		if rel.Reason == engine.ReleaseDisplaced {
+			m.Displaced.Inc()
+		}
+	}
 }
