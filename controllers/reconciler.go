@@ -43,6 +43,9 @@ type Reconciler struct {
 	Metrics   *Metrics
 	// Workers is how many PhasedTrainings reconcile at once (default 1).
 	Workers int
+	// PodGroups: every reserved gang also gets a Kubernetes PodGroup that
+	// its pods join (podgroup.go).
+	PodGroups bool
 
 	mu       sync.Mutex
 	compiled map[types.UID]compiledSpec
@@ -362,6 +365,11 @@ func (r *Reconciler) nodeExists(ctx context.Context) func(string) bool {
 // refusal), and any other error (retried).
 func (r *Reconciler) syncWorkers(ctx context.Context, pt *v1alpha1.PhasedTraining, pods []corev1.Pod) (map[phases.Instance]refusal, error) {
 	ws := driver.SyncWorkers(pt, pods, r.nodeExists(ctx))
+	if r.PodGroups {
+		if err := r.syncPodGroups(ctx, pt); err != nil {
+			return nil, err
+		}
+	}
 	errs := r.deletePods(ctx, ws.Delete)
 	refused, failed := r.createWorkers(ctx, pt, ws)
 	if len(failed) > 0 && r.Recorder != nil {
@@ -466,6 +474,9 @@ func (r *Reconciler) createWorkers(ctx context.Context, pt *v1alpha1.PhasedTrain
 	sem := make(chan struct{}, podCreators)
 	for _, w := range ws.Create {
 		pod := driver.BuildWorkerPod(pt, w.Phase, w.Status, w.Index, w.Node, w.WorldSize)
+		if r.PodGroups {
+			driver.JoinPodGroup(pod, pt, w.Status)
+		}
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
