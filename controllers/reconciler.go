@@ -43,6 +43,9 @@ type Reconciler struct {
 	Metrics   *Metrics
 	// Workers is how many PhasedTrainings reconcile at once (default 1).
 	Workers int
+	// PodGroups: every reserved gang also gets a Kubernetes PodGroup that
+	// its pods join (podgroup.go).
+	PodGroups bool
 
 	mu       sync.Mutex
 	compiled map[types.UID]compiledSpec
@@ -171,7 +174,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return res, err
 	}
 	// Side effects only after the status that justifies them is stored.
-	if err := r.syncWorkers(ctx, pt, pods); err != nil {
+	refused, err := r.syncWorkers(ctx, pt, pods)
+	if len(refused) > 0 {
+		return r.releaseRefused(ctx, req.NamespacedName, pl, pt, pods, refused)
+	}
+	if err != nil {
 		return ctrl.Result{}, err
 	}
 	if res, err = r.expirePods(ctx, pt, pods, now, res); err != nil {
@@ -353,22 +360,69 @@ func (r *Reconciler) nodeExists(ctx context.Context) func(string) bool {
 }
 
 // syncWorkers carries out the driver's WorkerSync: the pods of every
-// reserved worker exist, pinned to its node; pods no grant covers go.
-func (r *Reconciler) syncWorkers(ctx context.Context, pt *v1alpha1.PhasedTraining, pods []corev1.Pod) error {
+// reserved worker exist, pinned to its node; pods no grant covers go. It
+// returns the gangs a worker pod of which the API server refused (see
+// refusal), and any other error (retried).
+func (r *Reconciler) syncWorkers(ctx context.Context, pt *v1alpha1.PhasedTraining, pods []corev1.Pod) (map[phases.Instance]refusal, error) {
 	ws := driver.SyncWorkers(pt, pods, r.nodeExists(ctx))
-	errs := r.deletePods(ctx, ws.Delete)
-	created := r.createWorkers(ctx, pt, ws)
-	if len(created) > 0 && r.Recorder != nil {
-		// A refused pod (a quota that changed after the grant, a
-		// LimitRange) must show on the pipeline, not only in this log.
-		r.Recorder.Eventf(pt, nil, corev1.EventTypeWarning, "FailedCreate", "CreatePods",
-			"%d worker pods could not be created (retrying): %v", len(created), created[0])
+	if r.PodGroups {
+		if err := r.syncPodGroups(ctx, pt); err != nil {
+			return nil, err
+		}
 	}
-	errs = append(errs, created...)
+	errs := r.deletePods(ctx, ws.Delete)
+	refused, failed := r.createWorkers(ctx, pt, ws)
+	if len(failed) > 0 && r.Recorder != nil {
+		// A create that fails for a passing reason (a timeout, an
+		// unavailable server) is retried; it must still show on the
+		// pipeline, not only in this log.
+		r.Recorder.Eventf(pt, nil, corev1.EventTypeWarning, "FailedCreate", "CreatePods",
+			"%d worker pods could not be created (retrying): %v", len(failed), failed[0])
+	}
+	errs = append(errs, failed...)
 	if len(errs) > 0 {
-		return fmt.Errorf("syncing workers: %w (and %d more)", errs[0], len(errs)-1)
+		return refused, fmt.Errorf("syncing workers: %w (and %d more)", errs[0], len(errs)-1)
+	}
+	return refused, nil
+}
+
+// refusal is the API server's refusal of one of a gang's worker pods.
+type refusal struct {
+	err error
+	// forGood: the same pod can never be admitted (it is invalid, or
+	// admission forbids it), rather than "not now" (an exceeded quota).
+	forGood bool
+}
+
+// refusalOf classifies a failed pod create: the API server refused the
+// pod (invalid, forbidden by a quota or admission), or the request failed
+// on its way (a timeout, an unavailable server: nil, retried as is).
+func refusalOf(err error) *refusal {
+	switch {
+	case PermanentRejection(err):
+		return &refusal{err: err, forGood: true}
+	case isQuotaRejection(err):
+		return &refusal{err: err}
 	}
 	return nil
+}
+
+// releaseRefused releases every gang the API server refused a pod of: a
+// gang is all its workers or none, so the pods it got are not kept
+// waiting for the one it did not (the driver requeues the attempt with
+// backoff, or fails it when the pod can never be admitted, and the
+// reconcile that follows deletes the created pods).
+func (r *Reconciler) releaseRefused(ctx context.Context, key types.NamespacedName, pl *phases.Pipeline, pt *v1alpha1.PhasedTraining, pods []corev1.Pod, refused map[phases.Instance]refusal) (ctrl.Result, error) {
+	now := r.Clock.Now()
+	obs := driver.Observe(pl, &pt.Status, pods, now)
+	for in, rf := range refused {
+		w := obs[in]
+		w.Refused, w.RefusedForGood = rf.err.Error(), rf.forGood
+		obs[in] = w
+	}
+	adv := driver.Advance(pl, pt, obs, now)
+	res, _, err := r.store(ctx, key, pt, adv, now)
+	return res, err
 }
 
 func (r *Reconciler) deletePods(ctx context.Context, dels []driver.PodDeletion) []error {
@@ -390,12 +444,20 @@ func (r *Reconciler) deletePods(ctx context.Context, dels []driver.PodDeletion) 
 // trip at a time. The pipeline's Service (one for its life, owned, so it
 // goes with the pipeline) is created alongside the first pods; the cache
 // answers whether it exists.
-func (r *Reconciler) createWorkers(ctx context.Context, pt *v1alpha1.PhasedTraining, ws driver.WorkerSync) []error {
+func (r *Reconciler) createWorkers(ctx context.Context, pt *v1alpha1.PhasedTraining, ws driver.WorkerSync) (map[phases.Instance]refusal, []error) {
 	var mu sync.Mutex
 	var errs []error
+	refused := map[phases.Instance]refusal{}
 	fail := func(err error) {
 		mu.Lock()
 		errs = append(errs, err)
+		mu.Unlock()
+	}
+	refuse := func(in phases.Instance, rf refusal) {
+		mu.Lock()
+		if _, ok := refused[in]; !ok {
+			refused[in] = rf
+		}
 		mu.Unlock()
 	}
 	var wg sync.WaitGroup
@@ -412,14 +474,22 @@ func (r *Reconciler) createWorkers(ctx context.Context, pt *v1alpha1.PhasedTrain
 	sem := make(chan struct{}, podCreators)
 	for _, w := range ws.Create {
 		pod := driver.BuildWorkerPod(pt, w.Phase, w.Status, w.Index, w.Node, w.WorldSize)
+		if r.PodGroups {
+			driver.JoinPodGroup(pod, pt, w.Status)
+		}
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			if err := r.Client.Create(ctx, pod, client.FieldOwner(driver.FieldManager)); err != nil && !apierrors.IsAlreadyExists(err) {
+			err := r.Client.Create(ctx, pod, client.FieldOwner(driver.FieldManager))
+			switch {
+			case err == nil || apierrors.IsAlreadyExists(err):
+			case refusalOf(err) != nil:
+				refuse(phases.Instance{Name: w.Status.Name, Iteration: w.Status.Iteration, Attempt: w.Status.Attempt}, *refusalOf(err))
+			default:
 				fail(fmt.Errorf("creating pod %s: %w", pod.Name, err))
 			}
 		})
 	}
 	wg.Wait()
-	return errs
+	return refused, errs
 }

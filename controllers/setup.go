@@ -29,6 +29,10 @@ type Options struct {
 	// Tracer, if set, is told of every status step the reconciler stores
 	// (NewOTelTracer exports them as OpenTelemetry spans).
 	Tracer PhaseTracer
+	// PodGroups is "auto" (the default: when the API server serves
+	// scheduling.k8s.io/v1beta1 PodGroups), "on" or "off": whether each
+	// reserved gang also gets a PodGroup (podgroup.go).
+	PodGroups string
 }
 
 // Setup adds phasegang's scheduler and reconciler to a manager.
@@ -39,6 +43,10 @@ func Setup(mgr ctrl.Manager, o Options) error {
 	if err := sched.SetupWithManager(mgr); err != nil {
 		return err
 	}
-	r := &Reconciler{Client: mgr.GetClient(), Recorder: rec, Scheduler: sched, Tracer: o.Tracer, Metrics: m, Workers: max(o.Workers, 1)}
+	groups, err := podGroupsOn(mgr, o.PodGroups)
+	if err != nil {
+		return err
+	}
+	r := &Reconciler{Client: mgr.GetClient(), Recorder: rec, Scheduler: sched, Tracer: o.Tracer, Metrics: m, Workers: max(o.Workers, 1), PodGroups: groups}
 	return r.SetupWithManager(mgr)
 }

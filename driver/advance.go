@@ -85,14 +85,15 @@ func recordProgress(st *v1alpha1.PhasedTrainingStatus, obs Observations) {
 	}
 }
 
-// recordHistory adds what the step decided to the phases' history: start
-// timeouts (the gang released and the attempt queued again) and retries
-// (a new attempt queued after a failed one).
+// recordHistory adds what the step decided to the phases' history:
+// requeues (the gang released and the attempt queued again: a start
+// timeout, a refused pod, a lost worker) and retries (a new attempt
+// queued after a failed one).
 func recordHistory(st *v1alpha1.PhasedTrainingStatus, step phases.Step, now time.Time) {
 	t := metav1.NewTime(now)
 	for _, rq := range step.Requeue {
 		if ps := findAttempt(st, rq.Instance); ps != nil {
-			ps.AddHistory(v1alpha1.PhaseEvent{Time: t, Type: v1alpha1.PhaseEventStartTimeout, Message: rq.Message})
+			ps.AddHistory(v1alpha1.PhaseEvent{Time: t, Type: rq.Cause, Message: rq.Message})
 		}
 	}
 	for _, q := range step.Queue {
@@ -150,7 +151,7 @@ func stepEvents(before, after *v1alpha1.PhasedTrainingStatus, step phases.Step) 
 		}
 	}
 	for _, rq := range step.Requeue {
-		out = append(out, warning("StartTimeout", "Run", fmt.Sprintf("phase %s: %s", rq.Name, rq.Message)))
+		out = append(out, warning(string(rq.Cause), "Run", fmt.Sprintf("phase %s: %s", rq.Name, rq.Message)))
 	}
 	for _, s := range step.Skip {
 		out = append(out, normal("Skipped", "Run", fmt.Sprintf("phase %s skipped: %s", s.Name, s.Message)))

@@ -111,11 +111,19 @@ func TestAdvance(t *testing.T) {
 					return ps
 				}()).Obj(),
 			obs: Observations{{Name: "a"}: {Observation: phases.Observation{Granted: 1}}},
-			wantPhases: []string{"a#0.0 Queued: start timeout 1: not every worker was running 1m0s after the gang was reserved; " +
-				"released and requeued with a 10s backoff"},
+			wantPhases: []string{"a#0.0 Queued: start failure 1 of at most 3: not every worker was running 1m0s after the gang was reserved; " +
+				"the gang was released and queued again with a 10s backoff"},
 			wantState: v1alpha1.PipelineQueued,
-			wantEvents: []Event{warning("StartTimeout", "Run", "phase a: start timeout 1: not every worker was running 1m0s after the gang was reserved; "+
-				"released and requeued with a 10s backoff")},
+			wantEvents: []Event{warning("StartTimeout", "Run", "phase a: start failure 1 of at most 3: not every worker was running 1m0s after the gang was reserved; "+
+				"the gang was released and queued again with a 10s backoff")},
+		},
+		"a gang that lost a worker is released whole and requeued": {
+			pt: wrappers.MakePT("job").Phase("a", 2).State(v1alpha1.PipelineRunning).Status(wrappers.Running("a", "n1", "n1")).Obj(),
+			obs: Observations{{Name: "a"}: {Observation: phases.Observation{Granted: 2, Running: 1, Lost: 1,
+				LostReason: "worker 1: PreemptionByScheduler: preempted"}}},
+			wantPhases: []string{"a#0.0 Queued: a worker was lost (worker 1: PreemptionByScheduler: preempted); the gang was released whole and queued again"},
+			wantState:  v1alpha1.PipelineQueued,
+			wantEvents: []Event{warning("WorkerLost", "Run", "phase a: a worker was lost (worker 1: PreemptionByScheduler: preempted); the gang was released whole and queued again")},
 		},
 	}
 	for name, tc := range tests {
@@ -217,7 +225,7 @@ func TestRecordHistory(t *testing.T) {
 	}}
 	recordHistory(st, phases.Step{
 		Queue:   []phases.Instance{{Name: "train", Attempt: 1}},
-		Requeue: []phases.Requeue{{Instance: phases.Instance{Name: "test"}, Message: "not started within 5m"}},
+		Requeue: []phases.Requeue{{Instance: phases.Instance{Name: "test"}, Cause: v1alpha1.PhaseEventStartTimeout, Message: "not started within 5m"}},
 	}, now)
 	if h := st.Phases[1].History; len(h) != 1 || h[0].Type != v1alpha1.PhaseEventRetry || h[0].Message != "attempt 0 failed: worker 0 failed" || !h[0].Time.Time.Equal(now) {
 		t.Errorf("retry history = %+v", h)
@@ -227,5 +235,23 @@ func TestRecordHistory(t *testing.T) {
 	}
 	if len(st.Phases[0].History) != 0 {
 		t.Errorf("failed attempt got history %+v", st.Phases[0].History)
+	}
+}
+
+// A released gang's wait starts again when it is requeued: the Reserved
+// event's "after ... queued" and the wait metric count queueing, not the
+// time the gang held its nodes. The start failure is counted.
+func TestRequeueRestartsTheQueueWait(t *testing.T) {
+	ps := wrappers.Running("a", "n1")
+	ps.QueuedTime = wrappers.Time(now.Add(-time.Hour))
+	ps.ReservedTime = wrappers.Time(now.Add(-2 * time.Minute))
+	pt := wrappers.MakePT("job").Phase("a", 1).StartTimeout(time.Minute).State(v1alpha1.PipelineRunning).Status(ps).Obj()
+	adv := Advance(compile(t, pt), pt, Observations{{Name: "a"}: {Observation: phases.Observation{Granted: 1}}}, now)
+	got := adv.Status.Phases[0]
+	if got.QueuedTime == nil || !got.QueuedTime.Time.Equal(now) {
+		t.Errorf("queuedTime = %v, want the requeue's time %v", got.QueuedTime, now)
+	}
+	if got.StartFailures != 1 || got.NotBefore == nil || !got.NotBefore.Time.Equal(now.Add(10*time.Second)) {
+		t.Errorf("startFailures = %d, notBefore = %v; want 1 and a 10s backoff", got.StartFailures, got.NotBefore)
 	}
 }

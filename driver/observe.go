@@ -101,6 +101,12 @@ func observeGang(ps *v1alpha1.PhaseStatus, pods map[int32]*corev1.Pod, declared 
 	var lastStart time.Time
 	for idx := int32(0); idx < int32(len(ps.Assignments)); idx++ {
 		p := pods[idx]
+		if why := lostWorker(ps, idx, p); why != "" {
+			if o.Lost++; o.LostReason == "" {
+				o.LostReason = fmt.Sprintf("worker %d: %s", idx, why)
+			}
+			continue
+		}
 		if p == nil || p.DeletionTimestamp != nil || p.Spec.NodeName != ps.Assignments[idx] && p.Spec.NodeName != "" {
 			// A terminating pod is an old gang's (a requeue reuses
 			// names), not this one's.
@@ -137,6 +143,69 @@ func observeGang(ps *v1alpha1.PhaseStatus, pods map[int32]*corev1.Pod, declared 
 		o.Started = lastStart
 	}
 	return o
+}
+
+// lostWorker says how a worker of this gang was lost to someone else, or
+// "" when it was not: its pod carries a DisruptionTarget condition
+// (kube-scheduler's preemption, the eviction API, the kubelet's
+// node-pressure eviction, the taint manager), was evicted, is being
+// deleted while the gang holds it (phasegang deletes a running gang's
+// pods only after releasing it), or is gone after the gang started. A
+// pod of an earlier gang of the same attempt (created before this
+// reservation) is not this gang's.
+func lostWorker(ps *v1alpha1.PhaseStatus, idx int32, p *corev1.Pod) string {
+	if p == nil {
+		if idx < sizeAtStart(ps) {
+			return "its pod was deleted"
+		}
+		return ""
+	}
+	if !ofThisGang(p, ps) {
+		return ""
+	}
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.DisruptionTarget && c.Status == corev1.ConditionTrue {
+			return strings.TrimSpace(fmt.Sprintf("%s: %s (pod %s)", c.Reason, c.Message, p.Name))
+		}
+	}
+	switch {
+	case p.Status.Phase == corev1.PodFailed && p.Status.Reason == "Evicted":
+		return fmt.Sprintf("Evicted: %s (pod %s)", p.Status.Message, p.Name)
+	case p.DeletionTimestamp != nil && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed:
+		return fmt.Sprintf("pod %s was deleted", p.Name)
+	}
+	return ""
+}
+
+// ofThisGang tells this reservation's pod from an earlier gang's of the
+// same name (a requeued attempt reuses its pod names), by creation time;
+// times in the API have whole seconds.
+func ofThisGang(p *corev1.Pod, ps *v1alpha1.PhaseStatus) bool {
+	return ps.ReservedTime == nil || !p.CreationTimestamp.Time.Before(ps.ReservedTime.Time.Truncate(time.Second))
+}
+
+// sizeAtStart is how many of the gang's workers have had pods ever since
+// it started: a missing pod among them was deleted, while one an elastic
+// gang added since (or gave back and got again) may simply not be created
+// yet. 0 before the start, and when the history no longer tells.
+func sizeAtStart(ps *v1alpha1.PhaseStatus) int32 {
+	if ps.StartTime == nil {
+		return 0
+	}
+	size := int32(-1)
+	for _, e := range ps.History {
+		switch {
+		case e.Type == v1alpha1.PhaseEventShrink && size >= 0:
+			size = min(size, e.Workers)
+		case e.Time.After(ps.StartTime.Time):
+		case e.Type == v1alpha1.PhaseEventReserved, e.Type == v1alpha1.PhaseEventGrow:
+			size = e.Workers
+		}
+	}
+	if size < 0 {
+		return 0
+	}
+	return min(size, int32(len(ps.Assignments)))
 }
 
 // missingWorker says why a granted worker has no pod of its own, or ""

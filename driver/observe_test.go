@@ -390,6 +390,7 @@ func TestWorkerIndex(t *testing.T) {
 func TestObserveWaiting(t *testing.T) {
 	pt := wrappers.MakePT("job").Phase("train", 3).Obj()
 	ps := wrappers.Starting("train", "n1", "n2", "n3")
+	ps.ReservedTime = wrappers.Time(now.Add(-time.Minute))
 	pt.Status.Phases = []v1alpha1.PhaseStatus{ps}
 	pl := compile(t, pt)
 	unschedulable := func(p *corev1.Pod) {
@@ -429,6 +430,7 @@ func TestObserveWaiting(t *testing.T) {
 		"an earlier pod of the name still terminating": {
 			pods: []corev1.Pod{pod(0, corev1.PodRunning, func(p *corev1.Pod) {
 				p.DeletionTimestamp = &metav1.Time{Time: now}
+				p.CreationTimestamp = metav1.NewTime(now.Add(-time.Hour)) // before this reservation
 			})},
 			want:      "worker 0: an earlier pod of the same name is still terminating",
 			wantState: v1alpha1.PipelineStarting},
@@ -452,6 +454,111 @@ func TestObserveWaiting(t *testing.T) {
 				}
 			} else if c != nil && c.Status == metav1.ConditionTrue {
 				t.Errorf("Starting is still True: %+v", c)
+			}
+		})
+	}
+}
+
+// A worker preempted, evicted or deleted by someone else is lost: the
+// observation counts it and quotes the first cause, and the gang is not
+// counted as running with it. An earlier gang's terminating pod, and the
+// not yet created pod of a worker an elastic gang just got, are not lost.
+func TestObserveLost(t *testing.T) {
+	reserved, started := now.Add(-10*time.Minute), now.Add(-9*time.Minute)
+	gang := func(nodes ...string) v1alpha1.PhaseStatus {
+		ps := wrappers.Running("train", nodes...)
+		ps.ReservedTime, ps.StartTime = wrappers.Time(reserved), wrappers.Time(started)
+		ps.History = []v1alpha1.PhaseEvent{{Time: *wrappers.Time(reserved), Type: v1alpha1.PhaseEventReserved, Workers: int32(len(nodes))}}
+		return ps
+	}
+	running := func(pt *v1alpha1.PhasedTraining, ps v1alpha1.PhaseStatus, idx int32, edit func(*corev1.Pod)) corev1.Pod {
+		p := workerPodOf(pt, ps, idx, ps.Assignments[idx], corev1.PodRunning)
+		p.CreationTimestamp = metav1.NewTime(reserved.Add(time.Second))
+		if edit != nil {
+			edit(&p)
+		}
+		return p
+	}
+	preempted := func(p *corev1.Pod) {
+		p.Status.Conditions = append(p.Status.Conditions, corev1.PodCondition{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue,
+			Reason: "PreemptionByScheduler", Message: "Kubernetes Scheduler: preempting to accommodate a higher priority pod"})
+	}
+	tests := map[string]struct {
+		ps      v1alpha1.PhaseStatus
+		pods    func(pt *v1alpha1.PhasedTraining, ps v1alpha1.PhaseStatus) []corev1.Pod
+		lost    int32
+		reason  string
+		running int32
+	}{
+		"every worker runs": {
+			ps: gang("n1", "n2"),
+			pods: func(pt *v1alpha1.PhasedTraining, ps v1alpha1.PhaseStatus) []corev1.Pod {
+				return []corev1.Pod{running(pt, ps, 0, nil), running(pt, ps, 1, nil)}
+			},
+			running: 2},
+		"preempted by kube-scheduler": {
+			ps: gang("n1", "n2"),
+			pods: func(pt *v1alpha1.PhasedTraining, ps v1alpha1.PhaseStatus) []corev1.Pod {
+				return []corev1.Pod{running(pt, ps, 0, nil), running(pt, ps, 1, preempted)}
+			},
+			lost: 1, running: 1,
+			reason: "worker 1: PreemptionByScheduler: Kubernetes Scheduler: preempting to accommodate a higher priority pod (pod job-train-1)"},
+		"evicted by the kubelet": {
+			ps: gang("n1", "n2"),
+			pods: func(pt *v1alpha1.PhasedTraining, ps v1alpha1.PhaseStatus) []corev1.Pod {
+				return []corev1.Pod{running(pt, ps, 0, func(p *corev1.Pod) {
+					p.Status.Phase, p.Status.Reason, p.Status.Message = corev1.PodFailed, "Evicted", "The node was low on resource: memory."
+				}), running(pt, ps, 1, nil)}
+			},
+			lost: 1, running: 1, reason: "worker 0: Evicted: The node was low on resource: memory. (pod job-train-0)"},
+		"deleted by someone, still terminating": {
+			ps: gang("n1", "n2"),
+			pods: func(pt *v1alpha1.PhasedTraining, ps v1alpha1.PhaseStatus) []corev1.Pod {
+				return []corev1.Pod{running(pt, ps, 0, func(p *corev1.Pod) { p.DeletionTimestamp = &metav1.Time{Time: now} }), running(pt, ps, 1, nil)}
+			},
+			lost: 1, running: 1, reason: "worker 0: pod job-train-0 was deleted"},
+		"gone after the gang started": {
+			ps: gang("n1", "n2"),
+			pods: func(pt *v1alpha1.PhasedTraining, ps v1alpha1.PhaseStatus) []corev1.Pod {
+				return []corev1.Pod{running(pt, ps, 1, nil)}
+			},
+			lost: 1, running: 1, reason: "worker 0: its pod was deleted"},
+		"an earlier gang's pod still terminating is not this gang's": {
+			ps: gang("n1", "n2"),
+			pods: func(pt *v1alpha1.PhasedTraining, ps v1alpha1.PhaseStatus) []corev1.Pod {
+				return []corev1.Pod{running(pt, ps, 0, func(p *corev1.Pod) {
+					p.DeletionTimestamp = &metav1.Time{Time: now}
+					p.CreationTimestamp = metav1.NewTime(reserved.Add(-time.Hour))
+				}), running(pt, ps, 1, nil)}
+			},
+			running: 1},
+		"a worker an elastic gang got since it started is not created yet": {
+			ps: func() v1alpha1.PhaseStatus {
+				ps := gang("n1", "n2", "n3")
+				ps.History = []v1alpha1.PhaseEvent{
+					{Time: *wrappers.Time(reserved), Type: v1alpha1.PhaseEventReserved, Workers: 2},
+					{Time: *wrappers.Time(now), Type: v1alpha1.PhaseEventGrow, Workers: 3},
+				}
+				return ps
+			}(),
+			pods: func(pt *v1alpha1.PhasedTraining, ps v1alpha1.PhaseStatus) []corev1.Pod {
+				return []corev1.Pod{running(pt, ps, 0, nil), running(pt, ps, 1, nil)}
+			},
+			running: 2},
+		"a gang that has not started: a missing pod is not created yet": {
+			ps: func() v1alpha1.PhaseStatus { ps := gang("n1", "n2"); ps.StartTime = nil; return ps }(),
+			pods: func(pt *v1alpha1.PhasedTraining, ps v1alpha1.PhaseStatus) []corev1.Pod {
+				return []corev1.Pod{running(pt, ps, 0, nil)}
+			},
+			running: 1},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			pt := wrappers.MakePT("job").Phase("train", 1).Desired(3).Obj()
+			pt.Status.Phases = []v1alpha1.PhaseStatus{tc.ps}
+			got := Observe(compile(t, pt), &pt.Status, tc.pods(pt, tc.ps), now)[phases.Instance{Name: "train"}]
+			if got.Lost != tc.lost || got.LostReason != tc.reason || got.Running != tc.running {
+				t.Errorf("lost %d (%q), running %d; want lost %d (%q), running %d", got.Lost, got.LostReason, got.Running, tc.lost, tc.reason, tc.running)
 			}
 		})
 	}

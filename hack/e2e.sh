@@ -25,7 +25,8 @@ trap cleanup EXIT
 # Jaeger v2 for TestTracing, built once from the module proxy and cached.
 PHASEGANG_JAEGER=$(bash test/jaeger/build.sh | tail -n 1)
 export PHASEGANG_JAEGER
-bash test/cluster/up.sh --nodes 2 --gpus 8 --dir "$dir"
+# E2E_UP_ARGS adds up.sh flags (e.g. --workload-api for the PodGroup path).
+bash test/cluster/up.sh --nodes 2 --gpus 8 --dir "$dir" ${E2E_UP_ARGS:-}
 # shellcheck disable=SC1091
 source "$dir/env"
 go test -tags e2e -count=1 -timeout 30m -v ${E2E_ARGS:-} ./test/e2e/...

@@ -50,6 +50,8 @@ func (p *psb) Workers(granted, succeeded, failed int32) *psb {
 func (p *psb) Reserved(d time.Duration) *psb { p.ReservedTime = at(d); return p }
 func (p *psb) Started(d time.Duration) *psb  { p.StartTime = at(d); return p }
 func (p *psb) Msg(m string) *psb             { p.Message = m; return p }
+func (p *psb) Failures(n int32) *psb         { p.StartFailures = n; return p }
+func (p *psb) Waiting(w string) *psb         { p.WaitingFor = w; return p }
 
 func status(entries ...*psb) *v1alpha1.PhasedTrainingStatus {
 	s := &v1alpha1.PhasedTrainingStatus{}

@@ -86,6 +86,17 @@
 //     requeued with notBefore = now + backoff (10s doubling per start timeout,
 //     capped at 10 minutes): what blocked it (image pulls, a bad node) is
 //     unlikely to clear at once, and its reservation blocks other gangs.
+//   - A refused pod (Observation.Refused: a quota, an admission webhook)
+//     is a start failure too: the gang is released whole and requeued with
+//     the same backoff. More than startBackoffLimit start failures in a row
+//     (default 3), or a refusal that cannot pass (an invalid pod), fail the
+//     attempt with the last reason ("did not start ..."), and maxRetries
+//     applies; a requeue restarts the attempt's queuedTime (the wait is
+//     queueing only), never its pipeline's age.
+//   - A lost worker (Observation.Lost: preempted, evicted, deleted by
+//     someone else) releases the whole gang and requeues the same attempt
+//     at once, without backoff or a spent retry: a gang is never re-created
+//     one worker at a time.
 //   - Step.Wake tells the controller when to look again for timeouts and
 //     backoffs without a new event.
 package phases

@@ -32,6 +32,16 @@ type Observation struct {
 	// Outputs are the declared keys read from the workers' termination
 	// messages so far.
 	Outputs map[string]string
+	// Lost counts workers preempted, evicted or deleted by someone else,
+	// and LostReason says what happened to the first of them: the gang is
+	// broken, so it is released whole and the same attempt queued again.
+	Lost       int32
+	LostReason string
+	// Refused is the API server's reason for refusing a worker's pod (a
+	// quota, an admission webhook); RefusedForGood says that retrying the
+	// same pod cannot succeed (it is invalid), so the attempt fails.
+	Refused        string
+	RefusedForGood bool
 }
 
 // Observations maps Running instances to what was observed of them.
@@ -57,12 +67,18 @@ type Skip struct {
 	Message string
 }
 
-// Requeue says a reserved gang did not start in time: release its
-// reservation and queue the same attempt again, not before NotBefore.
+// Requeue says a reserved gang is released whole and the same attempt
+// queued again, not before NotBefore: it did not start in time, a worker's
+// pod was refused, or a worker was lost.
 type Requeue struct {
 	Instance
+	// Cause is StartTimeout, FailedCreate or WorkerLost.
+	Cause     v1alpha1.PhaseEventType
 	NotBefore time.Time
 	Message   string
+	// StartFailures is the attempt's count of consecutive start failures
+	// after this one (0 after a lost worker: that gang had started).
+	StartFailures int32
 }
 
 // Step is everything Next decided. Decisions are listed in the order they
@@ -106,18 +122,12 @@ func StartBackoff(n int) time.Duration {
 	return d
 }
 
-// startTimeouts counts the start timeouts of an attempt. The status has no
-// field for it, so the count lives in the Message written by Requeue (see
-// the report: PhaseStatus.StartTimeouts would replace this).
-func startTimeouts(ps *v1alpha1.PhaseStatus) int {
-	var n int
-	if _, err := fmt.Sscanf(ps.Message, "start timeout %d:", &n); err != nil {
-		return 0
-	}
-	return n
-}
-
-const timedOutPrefix = "timed out"
+// The messages of attempts that failed on a timer or never started begin
+// with these, so the pipeline's failure gets the matching reason.
+const (
+	timedOutPrefix    = "timed out"
+	startFailedPrefix = "did not start"
+)
 
 // Next decides what happens now. It is pure: it reads status, obs and now,
 // and returns decisions without changing status. It applies its own
@@ -278,13 +288,23 @@ func (p *Pipeline) round(s *v1alpha1.PhasedTrainingStatus, obs Observations, now
 			continue
 		}
 		in := Instance{e.Name, e.Iteration, e.Attempt}
-		if o, ok := obs[in]; ok {
+		o, observed := obs[in]
+		if observed {
 			if end, decided, err := p.judge(c, e, o); err != nil {
 				p.fail(r, v1alpha1.ReasonExpressionError, fmt.Sprintf("%s: %s: %v", c.Path.Child("successPolicy"), phaseLabel(c, e.Iteration), err))
 				return
 			} else if decided {
 				end.Instance = in
 				r.End = append(r.End, end)
+				continue
+			}
+			if o.Lost > 0 {
+				r.Requeue = append(r.Requeue, lostWorkers(in, o, now))
+				continue
+			}
+			if o.Refused != "" {
+				p.startFailed(r, c, e, in, v1alpha1.PhaseEventFailedCreate, o.RefusedForGood,
+					"the API server refused a worker's pod: "+o.Refused, now)
 				continue
 			}
 		}
@@ -297,14 +317,11 @@ func (p *Pipeline) round(s *v1alpha1.PhasedTrainingStatus, obs Observations, now
 			continue
 		}
 		if c.StartTimeout > 0 && e.ReservedTime != nil && e.StartTime == nil && now.After(e.ReservedTime.Add(c.StartTimeout)) {
-			n := startTimeouts(e) + 1
-			b := StartBackoff(n)
-			r.Requeue = append(r.Requeue, Requeue{
-				Instance:  in,
-				NotBefore: now.Add(b),
-				Message: fmt.Sprintf("start timeout %d: not every worker was running %s after the gang was reserved; released and requeued with a %s backoff",
-					n, c.StartTimeout, b),
-			})
+			msg := fmt.Sprintf("not every worker was running %s after the gang was reserved", c.StartTimeout)
+			if e.WaitingFor != "" {
+				msg += " (" + e.WaitingFor + ")"
+			}
+			p.startFailed(r, c, e, in, v1alpha1.PhaseEventStartTimeout, false, msg, now)
 		}
 	}
 
@@ -322,6 +339,8 @@ func (p *Pipeline) round(s *v1alpha1.PhasedTrainingStatus, obs Observations, now
 		reason := v1alpha1.ReasonPhaseFailed
 		if strings.HasPrefix(e.Message, timedOutPrefix) {
 			reason = v1alpha1.ReasonPhaseTimedOut
+		} else if strings.HasPrefix(e.Message, startFailedPrefix) {
+			reason = v1alpha1.ReasonStartFailed
 		}
 		p.fail(r, reason, fmt.Sprintf("%s failed after %d attempt(s): %s", phaseLabel(c, e.Iteration), e.Attempt+1, e.Message))
 		return
@@ -388,6 +407,47 @@ func (p *Pipeline) round(s *v1alpha1.PhasedTrainingStatus, obs Observations, now
 		}
 		r.Queue = append(r.Queue, in)
 	}
+}
+
+// lostWorkers releases a gang that lost a worker to someone else (a
+// preemption, an eviction, a deletion): a synchronous gang cannot go on
+// without it, and re-creating the worker alone would run the gang as two
+// halves. The same attempt queues again at once: it is the cluster's doing,
+// not the job's, so no retry is spent and no backoff applies.
+func lostWorkers(in Instance, o Observation, now time.Time) Requeue {
+	what := "a worker was lost"
+	if o.Lost > 1 {
+		what = fmt.Sprintf("%d workers were lost", o.Lost)
+	}
+	if o.LostReason != "" {
+		what += " (" + o.LostReason + ")"
+	}
+	return Requeue{Instance: in, Cause: v1alpha1.PhaseEventWorkerLost, NotBefore: now,
+		Message: what + "; the gang was released whole and queued again"}
+}
+
+// startFailed releases a reserved gang that could not start and queues the
+// same attempt again with backoff, or fails the attempt when the failure
+// cannot pass (forGood) or has happened more than startBackoffLimit times
+// in a row: a gang that can never start must not hold and release
+// capacity forever.
+func (p *Pipeline) startFailed(r *Step, c *CompiledPhase, e *v1alpha1.PhaseStatus, in Instance, cause v1alpha1.PhaseEventType, forGood bool, msg string, now time.Time) {
+	n := e.StartFailures + 1
+	if forGood || n > c.StartBackoffLimit {
+		if forGood {
+			msg = startFailedPrefix + ": " + msg
+		} else {
+			msg = fmt.Sprintf("%s after %d tries (%s.startBackoffLimit: %d): %s", startFailedPrefix, n, c.Path, c.StartBackoffLimit, msg)
+		}
+		r.End = append(r.End, Ending{Instance: in, State: v1alpha1.PhaseFailed, Reason: v1alpha1.ReasonStartFailed, Message: msg, Workers: e.Workers})
+		return
+	}
+	b := StartBackoff(int(n))
+	r.Requeue = append(r.Requeue, Requeue{
+		Instance: in, Cause: cause, NotBefore: now.Add(b), StartFailures: n,
+		Message: fmt.Sprintf("start failure %d of at most %d: %s; the gang was released and queued again with a %s backoff",
+			n, c.StartBackoffLimit, msg, b),
+	})
 }
 
 // judge applies the success policy to an observation of a Running attempt.
@@ -557,6 +617,11 @@ func (p *Pipeline) Apply(s *v1alpha1.PhasedTrainingStatus, step Step, now time.T
 		e.State, e.Message, e.NotBefore = v1alpha1.PhaseQueued, rq.Message, &nb
 		e.Reservation, e.Assignments, e.ReservedTime, e.StartTime = nil, nil, nil, nil
 		e.Workers.Granted, e.Workers.Running = 0, 0
+		e.StartFailures = rq.StartFailures
+		// The queue wait starts again (Reserved's "after ... queued" and
+		// the wait metric count queueing, not the time the gang held its
+		// nodes); the pipeline keeps its age in the queue's order.
+		e.QueuedTime = &t
 	}
 	for _, sk := range step.Skip {
 		s.Phases = append(s.Phases, v1alpha1.PhaseStatus{

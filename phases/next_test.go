@@ -315,26 +315,76 @@ func TestNext(t *testing.T) {
 			now:    30 * time.Minute,
 			want:   withState(Step{Wake: t0.Add(time.Hour + time.Minute + time.Nanosecond)}, running("train")),
 		},
-		"start timeout: first one backs off 10s": {
+		"start timeout: first one backs off 10s and quotes what the gang waits for": {
 			pt:     wrappers.MakePT("p").Phase("train", 8).StartTimeout(5 * time.Minute),
-			status: status(ps("train", 0, 0, Running).Reserved(0)),
+			status: status(ps("train", 0, 0, Running).Reserved(0).Waiting(`worker 3: Unschedulable: persistentvolumeclaim "ckpt" not found`)),
 			now:    6 * time.Minute,
 			want: withState(Step{
-				Requeue: []Requeue{{Instance: inst("train", 0, 0), NotBefore: t0.Add(6*time.Minute + 10*time.Second),
-					Message: "start timeout 1: not every worker was running 5m0s after the gang was reserved; released and requeued with a 10s backoff"}},
+				Requeue: []Requeue{{Instance: inst("train", 0, 0), Cause: v1alpha1.PhaseEventStartTimeout, NotBefore: t0.Add(6*time.Minute + 10*time.Second), StartFailures: 1,
+					Message: `start failure 1 of at most 3: not every worker was running 5m0s after the gang was reserved (worker 3: Unschedulable: persistentvolumeclaim "ckpt" not found); the gang was released and queued again with a 10s backoff`}},
 				Wake: t0.Add(6*time.Minute + 10*time.Second + time.Nanosecond),
 			}, running("train")),
 		},
 		"start timeout: third one backs off 40s": {
-			pt: wrappers.MakePT("p").Phase("train", 8).StartTimeout(5 * time.Minute),
-			status: status(ps("train", 0, 0, Running).Reserved(0).
-				Msg("start timeout 2: not every worker was running 5m0s after the gang was reserved; released and requeued with a 20s backoff")),
-			now: 6 * time.Minute,
+			pt:     wrappers.MakePT("p").Phase("train", 8).StartTimeout(5 * time.Minute),
+			status: status(ps("train", 0, 0, Running).Reserved(0).Failures(2)),
+			now:    6 * time.Minute,
 			want: withState(Step{
-				Requeue: []Requeue{{Instance: inst("train", 0, 0), NotBefore: t0.Add(6*time.Minute + 40*time.Second),
-					Message: "start timeout 3: not every worker was running 5m0s after the gang was reserved; released and requeued with a 40s backoff"}},
+				Requeue: []Requeue{{Instance: inst("train", 0, 0), Cause: v1alpha1.PhaseEventStartTimeout, NotBefore: t0.Add(6*time.Minute + 40*time.Second), StartFailures: 3,
+					Message: "start failure 3 of at most 3: not every worker was running 5m0s after the gang was reserved; the gang was released and queued again with a 40s backoff"}},
 				Wake: t0.Add(6*time.Minute + 40*time.Second + time.Nanosecond),
 			}, running("train")),
+		},
+		"start timeout past startBackoffLimit fails the attempt with the last reason": {
+			pt:     wrappers.MakePT("p").Phase("train", 8).StartTimeout(5 * time.Minute).StartBackoffLimit(1),
+			status: status(ps("train", 0, 0, Running).Reserved(0).Failures(1).Waiting("worker 0: container main: ImagePullBackOff")),
+			now:    6 * time.Minute,
+			want: withState(Step{
+				End: []Ending{{Instance: inst("train", 0, 0), State: Failed, Reason: v1alpha1.ReasonStartFailed,
+					Message: "did not start after 2 tries (spec.phases[0].startBackoffLimit: 1): not every worker was running 5m0s after the gang was reserved (worker 0: container main: ImagePullBackOff)"}},
+			}, final(v1alpha1.PipelineFailed, v1alpha1.ReasonStartFailed,
+				"phase train failed after 1 attempt(s): did not start after 2 tries (spec.phases[0].startBackoffLimit: 1): not every worker was running 5m0s after the gang was reserved (worker 0: container main: ImagePullBackOff)")),
+		},
+		"a refused pod releases the gang with backoff": {
+			pt:     wrappers.MakePT("p").Phase("train", 8),
+			status: status(ps("train", 0, 0, Running).Reserved(0)),
+			obs:    Observations{inst("train", 0, 0): {Granted: 8, Running: 3, Refused: `pods "p-train-0-0-w3" is forbidden: exceeded quota: gpu-quota`}},
+			now:    time.Minute,
+			want: withState(Step{
+				Requeue: []Requeue{{Instance: inst("train", 0, 0), Cause: v1alpha1.PhaseEventFailedCreate, NotBefore: t0.Add(time.Minute + 10*time.Second), StartFailures: 1,
+					Message: `start failure 1 of at most 3: the API server refused a worker's pod: pods "p-train-0-0-w3" is forbidden: exceeded quota: gpu-quota; the gang was released and queued again with a 10s backoff`}},
+				Wake: t0.Add(time.Minute + 10*time.Second + time.Nanosecond),
+			}, running("train")),
+		},
+		"a pod refused for good fails the attempt, and maxRetries applies": {
+			pt:     wrappers.MakePT("p").Phase("train", 8).Retries(1),
+			status: status(ps("train", 0, 0, Running).Reserved(0)),
+			obs:    Observations{inst("train", 0, 0): {Granted: 8, Refused: `Pod "x" is invalid: spec.containers[0].image: Required value`, RefusedForGood: true}},
+			now:    time.Minute,
+			want: withState(Step{
+				End: []Ending{{Instance: inst("train", 0, 0), State: Failed, Reason: v1alpha1.ReasonStartFailed,
+					Message: `did not start: the API server refused a worker's pod: Pod "x" is invalid: spec.containers[0].image: Required value`}},
+				Queue: []Instance{inst("train", 0, 1)},
+			}, running("train")),
+		},
+		"a lost worker releases the whole gang and requeues the same attempt at once": {
+			pt:     wrappers.MakePT("p").Phase("train", 8),
+			status: status(ps("train", 0, 0, Running).Reserved(0).Started(time.Minute).Failures(2)),
+			obs:    Observations{inst("train", 0, 0): {Granted: 8, Running: 6, Lost: 2, LostReason: "worker 2: PreemptionByScheduler: preempted by ml/urgent"}},
+			now:    10 * time.Minute,
+			want: withState(Step{
+				Requeue: []Requeue{{Instance: inst("train", 0, 0), Cause: v1alpha1.PhaseEventWorkerLost, NotBefore: t0.Add(10 * time.Minute),
+					Message: "2 workers were lost (worker 2: PreemptionByScheduler: preempted by ml/urgent); the gang was released whole and queued again"}},
+			}, running("train")),
+		},
+		"a gang that met its success policy ends even if a worker was lost after": {
+			pt:     wrappers.MakePT("p").Phase("train", 2).SuccessPolicy("Chief"),
+			status: status(ps("train", 0, 0, Running).Reserved(0).Started(time.Minute)),
+			obs:    Observations{inst("train", 0, 0): {Granted: 2, Succeeded: 1, ChiefSucceeded: true, Lost: 1}},
+			now:    10 * time.Minute,
+			want: withState(Step{
+				End: []Ending{ended(inst("train", 0, 0), Succeeded, "worker 0 (chief) succeeded", wc(2, 2, 0, 1, 0))},
+			}, final(v1alpha1.PipelineSucceeded, v1alpha1.ReasonAllPhasesEnded, "every phase succeeded or was skipped")),
 		},
 	}
 	for name, tt := range tests {

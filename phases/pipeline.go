@@ -54,6 +54,9 @@ type CompiledPhase struct {
 	AfterLoop bool
 	// Timeout and StartTimeout are 0 when unset.
 	Timeout, StartTimeout time.Duration
+	// StartBackoffLimit is how many start failures in a row release and
+	// requeue the gang before the attempt fails (spec's, or the default).
+	StartBackoffLimit int32
 
 	deps   []int
 	when   *vm.Program

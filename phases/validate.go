@@ -31,6 +31,7 @@ import (
 //	template-pod          spec.phases[i].template.spec...: what pod creation would reject (template.go)
 //	template-pinning      spec.phases[i].template.spec.nodeName / schedulerName / required podAntiAffinity: conflicts with pinning workers to granted nodes (pinning.go)
 //	max-retries           spec.phases[i].maxRetries: Invalid value (< 0 or > 100)
+//	start-backoff-limit   spec.phases[i].startBackoffLimit: Invalid value (< 0 or > 100)
 //	timeout               spec.phases[i].timeout / startTimeout: Invalid value (<= 0)
 //	ref-syntax            spec.phases[i].dependsOn[j], spec.iterate.phases[j]: Invalid value (not a phase name)
 //	depends-too-many      spec.phases[i].dependsOn: Too many (more than 32)
@@ -139,6 +140,9 @@ func Compile(pt *v1alpha1.PhasedTraining) (*Pipeline, field.ErrorList) {
 		errs = append(errs, validateGang(p.Child("gang"), ph.Gang)...)
 		errs = append(errs, validateTemplate(p.Child("template"), &ph.Template)...)
 		errs = appendIf(errs, inRange(p.Child("maxRetries"), ph.MaxRetries, 0, maxRetries))
+		if ph.StartBackoffLimit != nil {
+			errs = appendIf(errs, inRange(p.Child("startBackoffLimit"), *ph.StartBackoffLimit, 0, maxRetries))
+		}
 		if ph.Timeout != nil && ph.Timeout.Duration <= 0 {
 			errs = append(errs, field.Invalid(p.Child("timeout"), ph.Timeout.Duration.String(), "must be greater than 0 when set"))
 		}
@@ -262,6 +266,10 @@ func Compile(pt *v1alpha1.PhasedTraining) (*Pipeline, field.ErrorList) {
 		}
 		if ph.StartTimeout != nil {
 			c.StartTimeout = ph.StartTimeout.Duration
+		}
+		c.StartBackoffLimit = v1alpha1.DefaultStartBackoffLimit
+		if ph.StartBackoffLimit != nil {
+			c.StartBackoffLimit = *ph.StartBackoffLimit
 		}
 		if e := tooLong(p.Child("when"), ph.When, maxExprLength); e != nil {
 			errs = append(errs, e)

@@ -154,6 +154,8 @@ func validateCases() map[string]validateCase {
 			"spec.phases[0].maxRetries: Invalid value: -1: must be at least 0"}},
 		"max-retries too many": {pt: wrappers.MakePT("p").Phase("train", 1).Retries(101), want: []string{
 			"spec.phases[0].maxRetries: Invalid value: 101: must be at most 100"}},
+		"start-backoff-limit": {pt: wrappers.MakePT("p").Phase("train", 1).StartBackoffLimit(-1), want: []string{
+			"spec.phases[0].startBackoffLimit: Invalid value: -1: must be at least 0"}},
 		"timeout": {pt: wrappers.MakePT("p").Phase("train", 1).Timeout(-1e9).StartTimeout(0), want: []string{
 			`spec.phases[0].timeout: Invalid value: "-1s": must be greater than 0 when set`,
 			`spec.phases[0].startTimeout: Invalid value: "0s": must be greater than 0 when set`}},

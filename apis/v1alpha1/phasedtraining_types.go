@@ -180,6 +180,16 @@ type Phase struct {
 	// +kubebuilder:validation:XValidation:rule=`self.matches('^[-+]?(0|(([0-9]+([.][0-9]*)?|[.][0-9]+)(ns|us|µs|μs|ms|s|m|h))+)$') && duration(self) > duration('0s')`,message="must be a duration greater than 0",messageExpression=`self.matches('^[-+]?(0|(([0-9]+([.][0-9]*)?|[.][0-9]+)(ns|us|µs|μs|ms|s|m|h))+)$') ? 'must be greater than 0 when set' : 'must be a duration such as 90s, 30m or 1h30m (numbers with units ns, us, ms, s, m or h)'`
 	StartTimeout *metav1.Duration `json:"startTimeout,omitempty"`
 
+	// startBackoffLimit is how many times in a row a reserved gang that
+	// could not start (its startTimeout passed, or the API server refused
+	// one of its worker pods, e.g. over a quota) is released and queued
+	// again before the attempt fails with the last reason (and maxRetries
+	// applies). A gang that started resets the count. Default 3.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=100
+	StartBackoffLimit *int32 `json:"startBackoffLimit,omitempty"`
+
 	// timeout bounds how long the phase may run once its gang is Running;
 	// past it the attempt fails. A duration such as 90s, 30m or 1h30m.
 	// +optional
@@ -188,6 +198,12 @@ type Phase struct {
 	// +kubebuilder:validation:XValidation:rule=`self.matches('^[-+]?(0|(([0-9]+([.][0-9]*)?|[.][0-9]+)(ns|us|µs|μs|ms|s|m|h))+)$') && duration(self) > duration('0s')`,message="must be a duration greater than 0",messageExpression=`self.matches('^[-+]?(0|(([0-9]+([.][0-9]*)?|[.][0-9]+)(ns|us|µs|μs|ms|s|m|h))+)$') ? 'must be greater than 0 when set' : 'must be a duration such as 90s, 30m or 1h30m (numbers with units ns, us, ms, s, m or h)'`
 	Timeout *metav1.Duration `json:"timeout,omitempty"`
 }
+
+// DefaultStartBackoffLimit is spec.phases[i].startBackoffLimit when unset:
+// a gang that cannot start is tried three more times (with a 10s, 20s, 40s
+// backoff), then its attempt fails with what held it, instead of holding
+// and releasing capacity forever.
+const DefaultStartBackoffLimit = 3
 
 // MaxDurationLength is the MaxLength of the spec's durations (timeout,
 // startTimeout). Their CEL rule matches Go's duration syntax
@@ -390,7 +406,12 @@ type PhaseStatus struct {
 	// queuedTime is when the phase (this attempt) entered the queue.
 	// +optional
 	QueuedTime *metav1.Time `json:"queuedTime,omitempty"`
-	// notBefore delays queueing after a start timeout (backoff).
+	// startFailures counts this attempt's consecutive releases of a gang
+	// that could not start (start timeouts and refused pods); at more than
+	// spec.phases[i].startBackoffLimit the attempt fails.
+	// +optional
+	StartFailures int32 `json:"startFailures,omitempty"`
+	// notBefore delays queueing after a start failure (backoff).
 	// +optional
 	NotBefore *metav1.Time `json:"notBefore,omitempty"`
 	// reservedTime is when the gang was reserved.
@@ -420,8 +441,8 @@ type PhaseEvent struct {
 	// time is when it happened.
 	// +required
 	Time metav1.Time `json:"time"`
-	// type is what happened: Reserved, Grow, Shrink, StartTimeout, NodeLost
-	// or Retry.
+	// type is what happened: Reserved, Grow, Shrink, StartTimeout,
+	// FailedCreate, WorkerLost, NodeLost or Retry.
 	// +required
 	Type PhaseEventType `json:"type"`
 	// workers is the gang's size after the event (0 when it lost its gang).
@@ -434,7 +455,7 @@ type PhaseEvent struct {
 }
 
 // PhaseEventType says what a PhaseEvent records.
-// +kubebuilder:validation:Enum=Reserved;Grow;Shrink;StartTimeout;NodeLost;Retry;Moved;Displaced;Refused
+// +kubebuilder:validation:Enum=Reserved;Grow;Shrink;StartTimeout;FailedCreate;WorkerLost;NodeLost;Retry;Moved;Displaced;Refused
 type PhaseEventType string
 
 // Phase event types.
@@ -449,6 +470,14 @@ const (
 	// PhaseEventStartTimeout: the gang did not start in time; it was
 	// released and the attempt queued again.
 	PhaseEventStartTimeout PhaseEventType = "StartTimeout"
+	// PhaseEventFailedCreate: the API server refused a worker pod (a
+	// quota, an admission webhook); the gang was released whole and the
+	// attempt queued again with backoff.
+	PhaseEventFailedCreate PhaseEventType = "FailedCreate"
+	// PhaseEventWorkerLost: a worker of the gang was preempted, evicted or
+	// deleted by someone else; the gang was released whole and the same
+	// attempt queued again.
+	PhaseEventWorkerLost PhaseEventType = "WorkerLost"
 	// PhaseEventNodeLost: a node of the gang was lost; the gang was
 	// released and the attempt queued again.
 	PhaseEventNodeLost PhaseEventType = "NodeLost"
@@ -516,6 +545,7 @@ const (
 	ReasonAllPhasesEnded     = "AllPhasesEnded"
 	ReasonPhaseFailed        = "PhaseFailed"
 	ReasonPhaseTimedOut      = "PhaseTimedOut"
+	ReasonStartFailed        = "StartFailed"
 	ReasonExpressionError    = "ExpressionError"
 	ReasonGangNeverFits      = "GangNeverFits"
 	ReasonSpecInvalid        = "SpecInvalid"

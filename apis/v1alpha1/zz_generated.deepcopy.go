@@ -69,6 +69,11 @@ func (in *Phase) DeepCopyInto(out *Phase) {
 		*out = new(v1.Duration)
 		**out = **in
 	}
+	if in.StartBackoffLimit != nil {
+		in, out := &in.StartBackoffLimit, &out.StartBackoffLimit
+		*out = new(int32)
+		**out = **in
+	}
 	if in.Timeout != nil {
 		in, out := &in.Timeout, &out.Timeout
 		*out = new(v1.Duration)

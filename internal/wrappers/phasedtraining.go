@@ -131,6 +131,9 @@ func (b *PT) StartTimeout(d time.Duration) *PT {
 	return b
 }
 
+// StartBackoffLimit sets the last phase's startBackoffLimit.
+func (b *PT) StartBackoffLimit(n int32) *PT { b.last().StartBackoffLimit = &n; return b }
+
 // Template edits the last phase's pod template.
 func (b *PT) Template(f func(*corev1.PodTemplateSpec)) *PT { f(&b.last().Template); return b }
 

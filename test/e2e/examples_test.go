@@ -17,7 +17,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/phasegang/phasegang/apis/v1alpha1"
 	"github.com/phasegang/phasegang/driver"
@@ -121,18 +120,7 @@ func TestMissingPriorityClass(t *testing.T) {
 		}
 		return false, fmt.Errorf("%s", describe(got))
 	})
-	eventually(t, 10*time.Second, "a PriorityClassNotFound Event", func() (bool, error) {
-		var evs corev1.EventList
-		if err := k8s.List(ctx, &evs, client.InNamespace(ns)); err != nil {
-			return false, err
-		}
-		for _, e := range evs.Items {
-			if e.Reason == driver.ReasonPriorityClassNotFound && strings.Contains(e.Message, class) {
-				return true, nil
-			}
-		}
-		return false, fmt.Errorf("%d events, none %s", len(evs.Items), driver.ReasonPriorityClassNotFound)
-	})
+	eventuallyEvent(t, ns, driver.ReasonPriorityClassNotFound, class)
 	// kubectl get pt shows the waiting gang's workers (granted/desired)
 	// and the iteration.
 	out, err := exec.Command("kubectl", "get", "pt", "-n", ns, "noclass").CombinedOutput()

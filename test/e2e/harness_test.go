@@ -245,6 +245,27 @@ func eventually(t *testing.T, timeout time.Duration, what string, cond func() (b
 	}
 }
 
+// eventuallyEvent waits for an Event in namespace ns with the reason whose
+// message contains substr, and returns its message.
+func eventuallyEvent(t *testing.T, ns, reason, substr string) string {
+	t.Helper()
+	var msg string
+	eventually(t, 20*time.Second, "a "+reason+" Event", func() (bool, error) {
+		var evs corev1.EventList
+		if err := k8s.List(context.Background(), &evs, client.InNamespace(ns)); err != nil {
+			return false, err
+		}
+		for _, e := range evs.Items {
+			if e.Reason == reason && strings.Contains(e.Message, substr) {
+				msg = e.Message
+				return true, nil
+			}
+		}
+		return false, fmt.Errorf("%d events, none %s with %q", len(evs.Items), reason, substr)
+	})
+	return msg
+}
+
 // ptBuilder builds PhasedTrainings for tests.
 type ptBuilder struct{ pt *v1alpha1.PhasedTraining }
 

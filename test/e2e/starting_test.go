@@ -3,7 +3,6 @@
 package e2e
 
 import (
-	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -19,9 +18,10 @@ import (
 // A gang whose pods cannot start (they mount a PersistentVolumeClaim that
 // does not exist) is reserved but not Running: the pipeline is Starting,
 // and the phase's waitingFor and the Starting condition quote
-// kube-scheduler's reason. (The local cluster has no storage provisioner,
-// so a claim created later would not bind either: the test checks what the
-// status says, then deletes the pipeline.)
+// kube-scheduler's reason. Its startTimeout then releases and requeues it
+// (with backoff) until startBackoffLimit is spent, and the attempt fails
+// with the reason it waited for, instead of holding and releasing the
+// nodes forever.
 func TestMissingVolumeIsStartingNotRunning(t *testing.T) {
 	ns := namespace(t)
 	nodes(t, "pool-start", 1, 8)
@@ -29,7 +29,10 @@ func TestMissingVolumeIsStartingNotRunning(t *testing.T) {
 	tmpl.Spec.Volumes = []corev1.Volume{{Name: "ckpt", VolumeSource: corev1.VolumeSource{
 		PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "no-such-claim"}}}}
 	tmpl.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "ckpt", MountPath: "/ckpt"}}
-	pt := makePT(ns, "train").phase("train", 2, 2, tmpl).create(t)
+	pt := makePT(ns, "train").phase("train", 2, 2, tmpl).with(func(p *v1alpha1.Phase) {
+		p.StartTimeout = &metav1.Duration{Duration: 3 * time.Second}
+		p.StartBackoffLimit = new(int32(1))
+	}).create(t)
 
 	var msg, waiting string
 	eventually(t, 30*time.Second, "Starting with kube-scheduler's reason", func() (bool, error) {
@@ -47,15 +50,31 @@ func TestMissingVolumeIsStartingNotRunning(t *testing.T) {
 	if !strings.Contains(msg, "train: 0 of 2 workers running") || !strings.Contains(msg, waiting) {
 		t.Errorf("Starting says %q, want the workers running and %q", msg, waiting)
 	}
-	// It never claims to run while its pods are Pending.
-	for range 10 {
-		if cur := get(t, pt); cur.Status.State == v1alpha1.PipelineRunning {
+	t.Logf("Starting: %s", msg)
+	// It never claims to run while its pods are Pending; after one start
+	// timeout, a 10 s backoff and a second one, the attempt fails.
+	var failed *v1alpha1.PhasedTraining
+	eventually(t, 45*time.Second, "the attempt failed after its start failures", func() (bool, error) {
+		cur := get(t, pt)
+		if cur.Status.State == v1alpha1.PipelineRunning {
 			t.Fatalf("Running while its pods cannot start: %s", describe(cur))
 		}
-		time.Sleep(200 * time.Millisecond)
+		failed = cur
+		return cur.Status.State == v1alpha1.PipelineFailed, fmt.Errorf("%s", describe(cur))
+	})
+	ps := failed.Status.Phases[0]
+	if !strings.Contains(ps.Message, "did not start after 2 tries (spec.phases[0].startBackoffLimit: 1)") || !strings.Contains(ps.Message, `persistentvolumeclaim "no-such-claim" not found`) {
+		t.Errorf("phase says %q, want the start failures and kube-scheduler's reason", ps.Message)
 	}
-	t.Logf("Starting: %s", msg)
-	if err := k8s.Delete(context.Background(), pt); err != nil {
-		t.Fatal(err)
+	if c := meta.FindStatusCondition(failed.Status.Conditions, string(v1alpha1.ConditionFailed)); c == nil || c.Reason != v1alpha1.ReasonStartFailed {
+		t.Errorf("Failed condition %+v, want reason %s", c, v1alpha1.ReasonStartFailed)
 	}
+	if n := len(pods(t, ns, map[string]string{"phasegang.dev/managed": "true"})); n != 0 {
+		// Pending pods of a failed phase are deleted (kept only once finished).
+		eventually(t, 10*time.Second, "the failed gang's pods deleted", func() (bool, error) {
+			n = len(pods(t, ns, map[string]string{"phasegang.dev/managed": "true"}))
+			return n == 0, fmt.Errorf("%d pods left", n)
+		})
+	}
+	t.Logf("Failed: %s", ps.Message)
 }

@@ -28,6 +28,7 @@ type controllerFlags struct {
 	development      bool
 	workers          int
 	pprofAddr        string
+	podGroups        string
 }
 
 func newController() *cobra.Command {
@@ -62,6 +63,7 @@ OTEL_SDK_DISABLED=true turns it off. See docs/tracing.md.`,
 	fl.BoolVar(&f.development, "development", false, "human-readable logs")
 	fl.IntVar(&f.workers, "workers", 32, "PhasedTrainings reconciled at once (reconciles mostly wait on the API server)")
 	fl.StringVar(&f.pprofAddr, "pprof-bind-address", "", "address of Go's /debug/pprof profiles (empty: off)")
+	fl.StringVar(&f.podGroups, "pod-groups", "auto", "give every reserved gang a Kubernetes PodGroup (scheduling.k8s.io/v1beta1), so kube-scheduler binds its pods all or none: auto (when the API server serves them), on or off")
 	return cmd
 }
 
@@ -107,10 +109,11 @@ func runController(f *controllerFlags) error {
 		ctrl.Log.Info("tracing on: exporting OTLP spans (OTEL_* environment)")
 	}
 	if err := controllers.Setup(mgr, controllers.Options{
-		Engine:   engine.Config{StarvationBound: f.starvationBound},
-		Interval: f.interval,
-		Workers:  f.workers,
-		Tracer:   tracing.PhaseTracer(),
+		Engine:    engine.Config{StarvationBound: f.starvationBound},
+		Interval:  f.interval,
+		Workers:   f.workers,
+		Tracer:    tracing.PhaseTracer(),
+		PodGroups: f.podGroups,
 	}); err != nil {
 		return err
 	}
