@@ -297,3 +297,30 @@ func TestQueueReclaimAtPhaseBoundary(t *testing.T) {
 		})
 	}
 }
+
+// TestQueueDocsExample: the numbers docs/queues.md's worked example
+// quotes (team A: nominal 8, borrowingLimit 6; team B: nominal 8,
+// lendingLimit 6, cohort research).
+func TestQueueDocsExample(t *testing.T) {
+	nodes := []Node{gpuNode("a", 8), gpuNode("b", 8)}
+	queues := []Queue{
+		{Name: "team-a", Cohort: "research", Resources: map[ResourceName]QueueQuota{gpu: {Nominal: Milli(8), BorrowingLimit: limit(6)}}},
+		{Name: "team-b", Cohort: "research", Resources: map[ResourceName]QueueQuota{gpu: {Nominal: Milli(8), LendingLimit: limit(6)}}},
+	}
+	resnet := inQueue("team-a", "resnet", 12, 12, 1)
+	if plan := Schedule(DefaultConfig(), Snapshot{Now: t0, Nodes: nodes, Queues: queues, Queue: []Request{resnet}}); reserved(plan) != "ns/resnet" {
+		t.Errorf("with team B idle, resnet is not admitted: %+v", plan)
+	}
+	bRunning := Grant{Request: inQueue("team-b", "b", 6, 6, 0), Workers: []string{"b", "b", "b", "b", "b", "b"}}
+	plan := Schedule(DefaultConfig(), Snapshot{Now: t0, Nodes: nodes, Queues: queues, Ledger: []Grant{bRunning}, Queue: []Request{resnet}})
+	want := "queue team-a allows 10 more nvidia.com/gpu (nominal 8, 0 in use, with what cohort research lends now); the gang needs 12"
+	if w := waitOf(plan, "ns/resnet"); w == nil || w.Message() != want {
+		t.Errorf("with team B using 6, resnet waits %+v, want %q", w, want)
+	}
+	huge := inQueue("team-a", "huge", 16, 16, 1)
+	plan = Schedule(DefaultConfig(), Snapshot{Now: t0, Nodes: nodes, Queues: queues, Queue: []Request{huge}})
+	want = "queue team-a can hold at most 14 nvidia.com/gpu (nominal 8, borrowingLimit 6); the gang needs 16 at once"
+	if len(plan.Infeasible) != 1 || plan.Infeasible[0].Message != want {
+		t.Errorf("a 16-GPU gang: %+v, want Infeasible %q", plan.Infeasible, want)
+	}
+}
