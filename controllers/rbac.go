@@ -6,6 +6,8 @@ package controllers
 
 // +kubebuilder:rbac:groups=phasegang.dev,resources=phasedtrainings,verbs=get;list;watch
 // +kubebuilder:rbac:groups=phasegang.dev,resources=phasedtrainings/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=phasegang.dev,resources=tenantqueues,verbs=get;list;watch
+// +kubebuilder:rbac:groups=phasegang.dev,resources=tenantqueues/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;create;delete
 // +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch;create;delete
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch

@@ -23,8 +23,9 @@ import (
 )
 
 // Scheduler runs the engine's cycles against the cluster: it reads Nodes,
-// Pods, ResourceQuotas and PhasedTrainings from the manager's cache, asks the engine for a
-// Plan, and writes each grant into the PhasedTraining's status. It never
+// Pods, ResourceQuotas, TenantQueues and PhasedTrainings from the
+// manager's cache, asks the engine for a Plan, and writes each grant into
+// the PhasedTraining's status (and each queue's use into its status). It never
 // creates pods: the reconciler does, once the grant is in the status, so a
 // grant is always persisted before anything uses it.
 //
@@ -166,8 +167,9 @@ func (s *Scheduler) SetupWithManager(mgr ctrl.Manager) error {
 	s.init()
 	ctx := context.Background()
 	// A ResourceQuota's change (raised, lowered, its used updated when
-	// pods end) can admit a waiting gang.
-	for _, obj := range []client.Object{&corev1.Node{}, &corev1.Pod{}, &v1alpha1.PhasedTraining{}, &corev1.ResourceQuota{}} {
+	// pods end) can admit a waiting gang; so can a TenantQueue's (created,
+	// raised, joining a cohort, deleted).
+	for _, obj := range []client.Object{&corev1.Node{}, &corev1.Pod{}, &v1alpha1.PhasedTraining{}, &corev1.ResourceQuota{}, &v1alpha1.TenantQueue{}} {
 		inf, err := mgr.GetCache().GetInformer(ctx, obj)
 		if err != nil {
 			return err
@@ -218,6 +220,10 @@ func relevantUpdate(oldObj, newObj any) bool {
 	case *corev1.ResourceQuota:
 		o, ok := oldObj.(*corev1.ResourceQuota)
 		return !ok || !equality.Semantic.DeepEqual(n.Spec, o.Spec) || !equality.Semantic.DeepEqual(n.Status, o.Status)
+	case *v1alpha1.TenantQueue:
+		// The spec decides; the status is the scheduler's own writing.
+		o, ok := oldObj.(*v1alpha1.TenantQueue)
+		return !ok || n.Generation != o.Generation || (n.DeletionTimestamp == nil) != (o.DeletionTimestamp == nil)
 	case *v1alpha1.PhasedTraining:
 		o, ok := oldObj.(*v1alpha1.PhasedTraining)
 		if !ok || n.Generation != o.Generation || n.Status.ObservedGeneration != o.Status.ObservedGeneration ||
@@ -265,7 +271,11 @@ func (s *Scheduler) view(ctx context.Context) (clusterView, error) {
 	if err := s.Client.List(ctx, &quotas, client.UnsafeDisableDeepCopy); err != nil {
 		return v, err
 	}
-	v.Nodes, v.Pods, v.Quotas = nodes.Items, pods.Items, quotas.Items
+	var queues v1alpha1.TenantQueueList
+	if err := s.Client.List(ctx, &queues); err != nil {
+		return v, err
+	}
+	v.Nodes, v.Pods, v.Quotas, v.Queues = nodes.Items, pods.Items, quotas.Items, queues.Items
 	v.Priorities = map[string]int32{}
 	for _, c := range classes.Items {
 		v.Priorities[c.Name] = c.Value
@@ -332,7 +342,41 @@ func (s *Scheduler) Cycle(ctx context.Context) error {
 	}
 	driver.ApplyPlan(plan, demand, now, changes)
 	s.dispatch(ctx, changes)
+	s.writeQueues(ctx, v.Queues, plan.Queues)
 	return nil
+}
+
+// writeQueues stores each TenantQueue's use, as the cycle left it, when
+// it changed (kubectl get tq shows it). The writes go out in the
+// background, like the pipelines'; one that fails or conflicts is
+// retried by the next cycle, which computes the status afresh.
+func (s *Scheduler) writeQueues(ctx context.Context, queues []v1alpha1.TenantQueue, usage []engine.QueueUsage) {
+	logger := log.FromContext(ctx).WithName("scheduler")
+	byName := map[string]engine.QueueUsage{}
+	for _, u := range usage {
+		byName[u.Name] = u
+	}
+	for i := range queues {
+		tq := &queues[i]
+		u, ok := byName[tq.Name]
+		if !ok {
+			continue
+		}
+		st := driver.QueueStatus(tq, u)
+		if equality.Semantic.DeepEqual(&tq.Status, &st) {
+			continue
+		}
+		obj := tq.DeepCopy()
+		obj.Status = st
+		s.writers <- struct{}{}
+		go func() {
+			defer func() { <-s.writers }()
+			err := s.Client.Status().Update(ctx, obj, client.FieldOwner(driver.FieldManager))
+			if err != nil && !apierrors.IsConflict(err) && !apierrors.IsNotFound(err) {
+				logger.Error(err, "queue status write failed", "queue", obj.Name)
+			}
+		}()
+	}
 }
 
 func (s *Scheduler) currentFence() *engine.Fence {

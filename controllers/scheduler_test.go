@@ -192,3 +192,57 @@ func TestProposalLifetime(t *testing.T) {
 		t.Errorf("%d proposals left for an older version", left)
 	}
 }
+
+// A cycle admits against the TenantQueues it lists: a pipeline borrows an
+// idle cohort member's quota, the next one waits for its queue with the
+// numbers, and each queue's use is written to its status.
+func TestCycleAdmitsAgainstTenantQueues(t *testing.T) {
+	ctx := context.Background()
+	node := wrappers.GPUNode("n1", 8)
+	teamA := wrappers.MakeQueue("team-a").Cohort("research").Nominal("nvidia.com/gpu", "2").Obj()
+	teamB := wrappers.MakeQueue("team-b").Cohort("research").Nominal("nvidia.com/gpu", "4").Obj()
+	objs := []client.Object{&node, &teamA, &teamB}
+	for i, name := range []string{"burst", "next"} {
+		pt := wrappers.MakePT(name).Queue("team-a").Created(wrappers.T0.Add(time.Duration(i)*time.Minute)).Phase("train", int32(4-i)).GPUs(1).Obj()
+		pt.Status = *reconcileStatus(t, pt, nil, now)
+		objs = append(objs, pt)
+	}
+	c := fake.NewClientBuilder().WithScheme(Scheme()).
+		WithStatusSubresource(&v1alpha1.PhasedTraining{}, &v1alpha1.TenantQueue{}).
+		WithObjects(objs...).Build()
+	s := &Scheduler{Client: c, Clock: clocktesting.NewFakeClock(now)}
+	if err := s.Cycle(ctx); err != nil {
+		t.Fatal(err)
+	}
+	waitWrites(s)
+	for len(s.writers) > 0 {
+		time.Sleep(time.Millisecond)
+	}
+
+	get := func(name string) v1alpha1.PhaseStatus {
+		var pt v1alpha1.PhasedTraining
+		if err := c.Get(ctx, client.ObjectKey{Namespace: "ns", Name: name}, &pt); err != nil {
+			t.Fatal(err)
+		}
+		return pt.Status.Phases[0]
+	}
+	if ps := get("burst"); len(ps.Assignments) != 4 {
+		t.Errorf("burst: %d workers granted, want 4 (2 nominal + 2 borrowed from team-b)", len(ps.Assignments))
+	}
+	want := "queue team-a allows 2 more nvidia.com/gpu (nominal 2, 4 in use, with what cohort research lends now); the gang needs 3"
+	if ps := get("next"); ps.State != v1alpha1.PhaseQueued || ps.WaitingFor != want {
+		t.Errorf("next: %s waiting for %q, want Queued waiting for %q", ps.State, ps.WaitingFor, want)
+	}
+	for name, want := range map[string]v1alpha1.TenantQueueStatus{
+		"team-a": {Nominal: "nvidia.com/gpu: 2", Used: "nvidia.com/gpu: 4", Borrowed: "nvidia.com/gpu: 2", AdmittedGangs: 1, PendingGangs: 1},
+		"team-b": {Nominal: "nvidia.com/gpu: 4", Used: "nvidia.com/gpu: 0"},
+	} {
+		var tq v1alpha1.TenantQueue
+		if err := c.Get(ctx, client.ObjectKey{Name: name}, &tq); err != nil {
+			t.Fatal(err)
+		}
+		if d := cmp.Diff(want, tq.Status); d != "" {
+			t.Errorf("%s status (-want +got):\n%s", name, d)
+		}
+	}
+}

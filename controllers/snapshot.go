@@ -20,6 +20,8 @@ type clusterView struct {
 	Priorities driver.Priorities
 	// Quotas are the namespaces' ResourceQuotas.
 	Quotas []corev1.ResourceQuota
+	// Queues are the TenantQueues.
+	Queues []v1alpha1.TenantQueue
 	// Proposed are new pipelines whose first status (from the
 	// reconciler, see Scheduler.Propose) is not stored yet: the cycle
 	// writes it, with whatever it decides for them.
@@ -30,8 +32,8 @@ type clusterView struct {
 // demand (driver.Demand: the ledger rebuilt from the statuses every cycle,
 // so after a restart nothing is lost and nothing is granted twice, the
 // queue and the upcoming phases), the nodes with what the pods no grant
-// covers use on them, and the namespaces' ResourceQuotas with what those
-// pods use of them.
+// covers use on them, the namespaces' ResourceQuotas with what those
+// pods use of them, and the tenant queues (their use is the grants').
 func buildSnapshot(v clusterView, now time.Time, fence *engine.Fence) (engine.Snapshot, *driver.Demand) {
 	d := &driver.Demand{Gangs: driver.Gangs{}, Pipelines: map[string]*v1alpha1.PhasedTraining{}}
 	for _, pt := range v.PTs {
@@ -40,7 +42,7 @@ func buildSnapshot(v clusterView, now time.Time, fence *engine.Fence) (engine.Sn
 	// Which granted workers are bound tells the engine which it may move
 	// when another pod takes their node's capacity.
 	driver.MarkBinding(d, v.Pods)
-	snap := engine.Snapshot{Now: now, Fence: fence, Ledger: d.Ledger, Queue: d.Queue, Upcoming: d.Upcoming}
+	snap := engine.Snapshot{Now: now, Fence: fence, Ledger: d.Ledger, Queue: d.Queue, Upcoming: d.Upcoming, Queues: driver.Queues(v.Queues)}
 	covered := coveredPods(d)
 	used := unmanagedUse(v.Pods, covered)
 	// A granted worker charges its namespace's quotas from its grant on

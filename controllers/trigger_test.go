@@ -33,6 +33,12 @@ func TestRelevantUpdate(t *testing.T) {
 	ended := pt.DeepCopy()
 	ended.Status.Phases[0].State = v1alpha1.PhaseSucceeded
 
+	tq := &v1alpha1.TenantQueue{ObjectMeta: metav1.ObjectMeta{Generation: 1}}
+	tqStatus := tq.DeepCopy()
+	tqStatus.Status.Used = "nvidia.com/gpu: 4"
+	tqSpec := tq.DeepCopy()
+	tqSpec.Generation = 2
+
 	cases := map[string]struct {
 		old, new any
 		want     bool
@@ -45,6 +51,8 @@ func TestRelevantUpdate(t *testing.T) {
 		"pod ended":                {running, done, true},
 		"only waitingFor changed":  {pt, waiting, false},
 		"a phase ended":            {pt, ended, true},
+		"queue status written":     {tq, tqStatus, false},
+		"queue spec changed":       {tq, tqSpec, true},
 	}
 	for name, tc := range cases {
 		if got := relevantUpdate(tc.old, tc.new); got != tc.want {

@@ -49,7 +49,7 @@ func Schedulable(pt *v1alpha1.PhasedTraining) bool {
 // Request is the engine's view of a phase attempt: its gang key, the
 // pipeline's priority and age (every phase carries the pipeline's
 // creation time, so a later phase keeps the pipeline's place), its gang
-// size, one worker's footprint and its node constraints.
+// size, one worker's footprint, its node constraints and its tenant queue.
 func Request(pt *v1alpha1.PhasedTraining, phase *v1alpha1.Phase, ps *v1alpha1.PhaseStatus, classes Priorities) engine.Request {
 	r := engine.Request{
 		Gang:        GangKey(pt, ps),
@@ -62,6 +62,7 @@ func Request(pt *v1alpha1.PhasedTraining, phase *v1alpha1.Phase, ps *v1alpha1.Ph
 		HostPorts:   engine.HostPortsOf(&phase.Template.Spec),
 		OnePerNode:  phases.SpreadsOwnWorkers(&phase.Template.Spec, phase.Template.Labels),
 		Quota:       engine.QuotaFactsOf(&phase.Template.Spec),
+		Queue:       pt.Spec.QueueName,
 	}
 	r.Queued = r.Created
 	if ps.QueuedTime != nil {

@@ -30,6 +30,9 @@ func (s *State) class(gr *gangReq) *nodeClass {
 	if gr.infeasible == "" {
 		gr.infeasible = s.quotaInfeasibility(gr)
 	}
+	if gr.infeasible == "" {
+		gr.infeasible = s.queueInfeasibility(gr)
+	}
 	gr.quotaVerdict = s.quotasVersion + 1
 	return gr.class
 }

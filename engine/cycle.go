@@ -24,10 +24,13 @@ import (
 //     its namespace's quotas do not admit whole waits for the quota
 //     (WaitQuota), before any node is looked at: it is not the head and
 //     fences nothing, but past its starvation bound it holds the quota
-//     (see quota.go);
+//     (see quota.go). Its tenant queue is checked the same way, first
+//     (WaitQueue, see queue.go), and the walk takes the queues' gangs in
+//     fair-share order: each time the next gang of the queue with the
+//     lowest share;
 //  3. grow: elastic gangs that precede every blocked gang grow toward
 //     desired, oldest first, so surplus never takes what an older gang
-//     waits for, and only as far as their quotas admit;
+//     waits for, and only as far as their quotas and queues admit;
 //  4. explain: every gang still queued gets a Wait with the numbers.
 func (s *State) cycle(now time.Time) Plan {
 	var plan Plan
@@ -67,14 +70,19 @@ func (s *State) cycle(now time.Time) Plan {
 	// and past its starvation bound no gang behind it is admitted into
 	// the quota.
 	quotaHeads := map[int]*gangReq{}
+	// queueHeads[q] is the same for tenant queue q; reclaiming holds, per
+	// cohort and resource, a lender's gang that waits for its own nominal
+	// quota: no gang is admitted on quota borrowed of it meanwhile.
+	queueHeads := map[int]*gangReq{}
+	reclaiming := s.findReclaims(now)
 	// failedMin[shape] is the smallest min of a gang of that shape that
 	// found no room, reclaim included, in this cycle. Until capacity is
 	// freed (only a reclaim frees it mid-cycle) a gang of the same shape
 	// and at least that min cannot fit either, and one behind it has no
 	// more surplus to reclaim: skip it without scanning the nodes.
 	failedMin := make([]int32, len(s.shapes)) // 0: no failure yet
-	kept := s.order[:0]
-	for i, gr := range s.order {
+	walk := s.newQueueWalk()
+	for gr := walk.next(); gr != nil; gr = walk.next() {
 		if gr.removed {
 			continue
 		}
@@ -82,25 +90,27 @@ func (s *State) cycle(now time.Time) Plan {
 			// Every queued shape has failed at its smallest size: nothing
 			// further in the queue can fit this cycle. Nobody reads the
 			// explanations (SkipWaiting), so stop walking.
-			kept = append(kept, s.order[i:]...)
 			break
 		}
 		c := s.class(gr)
 		if gr.infeasible != "" {
 			reportInfeasible(gr)
-			kept = append(kept, gr)
 			continue
 		}
 		if doomed[gr.req.Gang.Pipeline] > 0 {
 			// Another phase of its pipeline can never fit: admitting it
 			// would spend capacity on work that leads nowhere.
 			held = append(held, gr)
-			kept = append(kept, gr)
 			continue
 		}
 		if now.Before(gr.req.NotBefore) {
 			backoff = append(backoff, gr)
-			kept = append(kept, gr)
+			continue
+		}
+		if w, ok := s.queueWait(gr, now, queueHeads, reclaiming); ok {
+			// Its tenant queue does not admit the gang now: like a
+			// quota, it waits for the queue, not for nodes.
+			quotaWaits = append(quotaWaits, w)
 			continue
 		}
 		if w, ok := s.quotaWait(gr, now, quotaHeads); ok {
@@ -108,7 +118,6 @@ func (s *State) cycle(now time.Time) Plan {
 			// for the quota, not for nodes, so it is neither the head nor
 			// a reason to fence nodes.
 			quotaWaits = append(quotaWaits, w)
-			kept = append(kept, gr)
 			continue
 		}
 		var nodes []int32
@@ -138,7 +147,6 @@ func (s *State) cycle(now time.Time) Plan {
 			plan.Reserves = append(plan.Reserves, Reservation{Gang: gr.req.Gang, Workers: s.workerPlacements(0, nodes)})
 			continue
 		}
-		kept = append(kept, gr)
 		blocked = append(blocked, gr)
 		if head == nil {
 			head = gr
@@ -147,8 +155,7 @@ func (s *State) cycle(now time.Time) Plan {
 			}
 		}
 	}
-	clear(s.order[len(kept):])
-	s.order = kept
+	s.compactOrder()
 	slices.SortFunc(infeasible, func(a, b *gangReq) int { return compareQueue(&a.req, &b.req) })
 	for _, gr := range infeasible {
 		plan.Infeasible = append(plan.Infeasible, Infeasible{Gang: gr.req.Gang, Message: gr.infeasible})
@@ -158,12 +165,26 @@ func (s *State) cycle(now time.Time) Plan {
 	}
 	plan.Fence = s.fence
 
-	s.grow(&plan, blocked, reserved, quotaHeads)
+	s.grow(&plan, blocked, reserved, quotaHeads, queueHeads, reclaiming)
 	if !s.cfg.SkipWaiting {
 		s.explain(&plan, now, blocked, backoff, held, fenced != nil)
 		plan.Waiting = append(plan.Waiting, quotaWaits...)
+		plan.Queues = s.queueUsage()
 	}
 	return plan
+}
+
+// compactOrder drops the gangs that left the queue from order, keeping
+// it in queue order (the walk may visit it in another).
+func (s *State) compactOrder() {
+	kept := s.order[:0]
+	for _, gr := range s.order {
+		if !gr.removed {
+			kept = append(kept, gr)
+		}
+	}
+	clear(s.order[len(kept):])
+	s.order = kept
 }
 
 // doomedPipelines reports the upcoming phases that can never fit and
@@ -311,7 +332,7 @@ func (s *State) workerPlacements(first int, nodes []int32) []WorkerPlacement {
 // grow extends elastic grants toward desired. Only gangs that precede
 // every blocked gang in queue order grow: growth must never take capacity
 // an older or higher-priority waiting gang needs.
-func (s *State) grow(plan *Plan, blocked []*gangReq, reserved map[GangKey]int, quotaHeads map[int]*gangReq) {
+func (s *State) grow(plan *Plan, blocked []*gangReq, reserved map[GangKey]int, quotaHeads, queueHeads map[int]*gangReq, rc reclaims) {
 	var cands []*grantState
 	for _, g := range s.elastic {
 		if int32(len(g.workers)) < g.req.Desired {
@@ -332,6 +353,21 @@ func (s *State) grow(plan *Plan, blocked []*gangReq, reserved map[GangKey]int, q
 				continue
 			}
 			room, _ := s.quotaRoom(&g.gangReq, int64(want))
+			want = int32(room)
+		}
+		if len(s.queues) > 0 {
+			// The same for the gang's queue; and no growth on quota a
+			// lender of the cohort is reclaiming.
+			if s.behindQueueHead(&g.gangReq, queueHeads) {
+				continue
+			}
+			room, _ := s.queueRoom(&g.gangReq, int64(want))
+			for room > 0 {
+				if r, _ := s.heldForReclaim(&g.gangReq, room, rc); r == nil {
+					break
+				}
+				room--
+			}
 			want = int32(room)
 		}
 		p := s.place(&g.gangReq, s.class(&g.gangReq), want, 1, nil)

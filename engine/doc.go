@@ -3,7 +3,7 @@
 //
 // One cycle:
 //
-//	Snapshot{Now, Nodes, Ledger, Queue, Upcoming, Fence, Quotas}
+//	Snapshot{Now, Nodes, Ledger, Queue, Upcoming, Fence, Quotas, Queues}
 //	       │
 //	       ▼
 //	┌────────────┐  release   grants whose phase ended or whose node is gone
@@ -14,7 +14,9 @@
 //	│ nodes ×    │  admit     queue order: priority ▸ pipeline age ▸ name;
 //	│ resources, │──────────▶ reserve min workers of each gang at once,
 //	│ ledger,    │            reclaiming younger elastic surplus if needed;
-//	│ queue,     │            only if its namespace's quotas admit them all;
+//	│ queue,     │            only if its tenant queue (nominal + borrowable
+//	│ tenant     │            from its cohort) and its namespace's quotas
+//	│ queues,    │            admit them all; queues in fair-share order;
 //	│ quotas     │            backfill behind a blocked head until it starves,
 //	│            │            then fence the nodes it drains
 //	│            │  grow      elastic gangs ahead of every blocked gang
@@ -23,7 +25,7 @@
 //	└────────────┘──────────▶
 //	       │
 //	       ▼
-//	Plan{Releases, Moves, Refused, Shrinks, Reserves, Grows, Waiting, Infeasible, Fence}
+//	Plan{Releases, Moves, Refused, Shrinks, Reserves, Grows, Waiting, Infeasible, Fence, Queues}
 //
 // The engine never reads the clock (time is Snapshot.Now or Cycle's
 // argument), never does I/O, and imports neither client-go nor

@@ -70,6 +70,10 @@ type gangReq struct {
 	// applies to it, for chargesVersion (quotasVersion + 1).
 	quotaCharges   []quotaCharge
 	chargesVersion int
+	// queue caches what one worker charges to its tenant queue, for
+	// queueVersion (quotasVersion + 1).
+	queue        queueCharge
+	queueVersion int
 }
 
 // grantState is a ledger entry.

@@ -57,6 +57,10 @@ func (w Wait) Message() string {
 		if w.Quota != nil {
 			return w.Quota.message()
 		}
+	case WaitQueue:
+		if w.Queue != nil {
+			return w.Queue.message()
+		}
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "needs %d × %s at once on %d matching nodes; %d fit now", w.Min, FormatResources(w.Footprint), w.MatchingNodes, w.FitNow)

@@ -270,7 +270,7 @@ func (s *State) SetQuotas(quotas []Quota) {
 	s.quotasVersion++
 	for _, key := range s.grantKeys() {
 		g := s.grants[key]
-		s.charge(&g.gangReq, int64(len(g.workers)))
+		s.chargeQuotas(&g.gangReq, int64(len(g.workers)))
 	}
 }
 
@@ -301,8 +301,15 @@ func (s *State) charges(gr *gangReq) []quotaCharge {
 	return gr.quotaCharges
 }
 
-// charge adds (k > 0) or removes (k < 0) k workers of gr to its quotas.
+// charge adds (k > 0) or removes (k < 0) k workers of gr to its quotas
+// and its queue.
 func (s *State) charge(gr *gangReq, k int64) {
+	s.chargeQueue(gr, k)
+	s.chargeQuotas(gr, k)
+}
+
+// chargeQuotas is charge for the namespace's quotas alone.
+func (s *State) chargeQuotas(gr *gangReq, k int64) {
 	if len(s.quotas) == 0 || k == 0 {
 		return
 	}

@@ -79,6 +79,12 @@ type State struct {
 	quotaNS       map[string][]int
 	quotasVersion int
 
+	// queues are the tenant queues (SetQueues), in name order; queueIdx
+	// indexes them by name. SetQueues changes quotasVersion too: queues
+	// are limits like quotas, for the caches that depend on them.
+	queues   []*queueState
+	queueIdx map[string]int
+
 	// totalFree is the cluster's free capacity per dim during a cycle: a
 	// quick test that rejects gangs once the cluster is full.
 	totalFree []int64
@@ -148,6 +154,9 @@ func Schedule(cfg Config, snap Snapshot) Plan {
 	s.fence = snap.Fence
 	if len(snap.Quotas) > 0 {
 		s.SetQuotas(snap.Quotas)
+	}
+	if len(snap.Queues) > 0 {
+		s.SetQueues(snap.Queues)
 	}
 	return s.Cycle(snap.Now)
 }

@@ -104,6 +104,10 @@ type Request struct {
 	// Quota is what the namespace's ResourceQuotas read of a worker
 	// beyond its Footprint (limits, scope facts); see Snapshot.Quotas.
 	Quota QuotaFacts
+	// Queue names the tenant queue the gang is admitted against (the
+	// pipeline's spec.queueName); "" is the queue named DefaultQueue, if
+	// there is one, else none. See Snapshot.Queues.
+	Queue string
 }
 
 // Grant is a reservation in the ledger: the nodes of a gang's workers.
@@ -169,6 +173,11 @@ type Snapshot struct {
 	// its key's Pipeline up to the "/"): a gang is granted only if every
 	// quota that applies to its workers admits all of them at once.
 	Quotas []Quota
+	// Queues are the tenant queues (TenantQueues): a gang is granted only
+	// if its queue's use plus its Min workers stay within the queue's
+	// nominal quota plus what it may borrow from its cohort. Without
+	// queues nothing is limited by one.
+	Queues []Queue
 }
 
 // Config tunes the policy.
@@ -211,6 +220,9 @@ type Plan struct {
 	Infeasible []Infeasible
 	// Fence is the drain set of a starving head, to pass to the next cycle.
 	Fence *Fence
+	// Queues reports each tenant queue's use after the cycle, in name
+	// order (empty without queues, or with Config.SkipWaiting).
+	Queues []QueueUsage
 }
 
 // Release drops a whole grant.
@@ -317,6 +329,9 @@ const (
 	// WaitQuota: a ResourceQuota of its namespace does not admit its
 	// workers now (Wait.Quota says which, with the numbers).
 	WaitQuota WaitReason = "Quota"
+	// WaitQueue: its tenant queue does not admit its workers now, or does
+	// not exist (Wait.Queue says which, with the numbers).
+	WaitQueue WaitReason = "Queue"
 )
 
 // Wait explains, with numbers, why a gang is still queued.
@@ -342,6 +357,8 @@ type Wait struct {
 	NotBefore time.Time
 	// Quota is the quota a WaitQuota gang waits for.
 	Quota *QuotaShortfall
+	// Queue is the queue a WaitQueue gang waits for.
+	Queue *QueueShortfall
 }
 
 // Infeasible says why a gang cannot fit even in the empty cluster.

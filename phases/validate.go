@@ -48,6 +48,7 @@ import (
 //	policy-expr           spec.phases[i].successPolicy: Invalid value (expr error, or AllWorkers/Chief miscased)
 //	priority-both         spec.priorityClassName: Forbidden (with spec.priority)
 //	priority-class-too-long spec.priorityClassName: Too long (more than 253 characters)
+//	queue-name            spec.queueName: Invalid value (not a DNS-1123 subdomain: a TenantQueue's name) or Too long (more than 253 characters)
 //	iterate-empty         spec.iterate.phases: Required value
 //	iterate-too-many      spec.iterate.phases: Too many (more than 32)
 //	iterate-unknown       spec.iterate.phases[j]: Invalid value: unknown phase
@@ -61,7 +62,7 @@ var ErrorClasses = []string{
 	"gang-min", "gang-desired", "template-containers", "template-schema", "template-pod", "template-pinning", "max-retries", "timeout",
 	"ref-syntax", "depends-too-many", "depends-unknown", "depends-self", "depends-duplicate", "depends-cycle",
 	"outputs-too-many", "output-identifier", "output-duplicate", "output-too-long",
-	"expr-too-long", "when-expr", "policy-expr", "priority-both", "priority-class-too-long",
+	"expr-too-long", "when-expr", "policy-expr", "priority-both", "priority-class-too-long", "queue-name",
 	"iterate-empty", "iterate-too-many", "iterate-unknown", "iterate-duplicate", "iterate-max", "iterate-open", "until-expr",
 }
 
@@ -80,6 +81,8 @@ const (
 	maxExprLength = 1024
 	// maxPriorityClassName is the CRD's MaxLength for priorityClassName.
 	maxPriorityClassName = 253
+	// maxQueueName is the CRD's MaxLength for queueName.
+	maxQueueName = 253
 )
 
 var (
@@ -87,6 +90,9 @@ var (
 	// letter, so that a name can never look like a number in an expression.
 	nameRE       = regexp.MustCompile(`^[a-z]([-a-z0-9]*[a-z0-9])?$`)
 	identifierRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+	// queueNameRE is the CRD's pattern for queueName: a DNS-1123
+	// subdomain, as the name of a cluster-scoped object is.
+	queueNameRE = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`)
 )
 
 // Validate returns every problem of pt's spec, each with a field path rooted
@@ -253,6 +259,13 @@ func Compile(pt *v1alpha1.PhasedTraining) (*Pipeline, field.ErrorList) {
 		errs = append(errs, field.Forbidden(root.Child("priorityClassName"), "may not be set together with spec.priority: set one of them"))
 	}
 	errs = appendIf(errs, tooLong(root.Child("priorityClassName"), spec.PriorityClassName, maxPriorityClassName))
+	if q := spec.QueueName; q != "" {
+		if e := tooLong(root.Child("queueName"), q, maxQueueName); e != nil {
+			errs = append(errs, e)
+		} else if !queueNameRE.MatchString(q) {
+			errs = append(errs, field.Invalid(root.Child("queueName"), q, "must be a TenantQueue's name: lowercase letters, digits, '-' and '.'"))
+		}
+	}
 
 	// Expressions, against the types of this spec.
 	env := buildEnv(names, keys)

@@ -225,6 +225,10 @@ func validateCases() map[string]validateCase {
 			"spec.priorityClassName: Forbidden: may not be set together with spec.priority: set one of them"}},
 		"priority-class-too-long": {pt: ok().PriorityClass(strings.Repeat("a", 254)), want: []string{
 			"spec.priorityClassName: Too long: may not be more than 253 characters"}},
+		"queue-name": {pt: ok().Queue("Team_A"), want: []string{
+			`spec.queueName: Invalid value: "Team_A": must be a TenantQueue's name: lowercase letters, digits, '-' and '.'`}},
+		"queue-name too long": {pt: ok().Queue(strings.Repeat("a", 254)), want: []string{
+			"spec.queueName: Too long: may not be more than 253 characters"}},
 		"iterate-empty": {pt: ok().Iterate(2, ""), want: []string{
 			"spec.iterate.phases: Required value: must name at least one phase to repeat"}},
 		"iterate-unknown": {pt: ok().Iterate(2, "", "trian"), want: []string{

@@ -1,6 +1,8 @@
 // Package v1alpha1 holds the phasegang.dev/v1alpha1 API: the PhasedTraining
 // kind, its spec (a DAG of gang-scheduled phases) and its status (conditions,
-// per-phase state, reservations and outputs).
+// per-phase state, reservations and outputs); and the cluster-scoped
+// TenantQueue kind, a team's quota that PhasedTrainings are admitted
+// against (spec.queueName).
 //
 // The CRD YAML in config/crd is generated from these types by controller-gen;
 // every field is marked +optional or +required and documented, because the

@@ -19,8 +19,11 @@ var (
 // Kind is the kind of a PhasedTraining.
 const Kind = "PhasedTraining"
 
+// QueueKind is the kind of a TenantQueue.
+const QueueKind = "TenantQueue"
+
 func addKnownTypes(scheme *runtime.Scheme) error {
-	scheme.AddKnownTypes(GroupVersion, &PhasedTraining{}, &PhasedTrainingList{})
+	scheme.AddKnownTypes(GroupVersion, &PhasedTraining{}, &PhasedTrainingList{}, &TenantQueue{}, &TenantQueueList{})
 	metav1.AddToGroupVersion(scheme, GroupVersion)
 	return nil
 }

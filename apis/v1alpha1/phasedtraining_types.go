@@ -66,6 +66,7 @@ type PhasedTrainingList struct {
 // recursion), nor parse expressions: package phases does, and the
 // controller reports those as the Invalid condition.
 //
+// +kubebuilder:validation:XValidation:rule="has(oldSelf.queueName) == has(self.queueName) && (!has(self.queueName) || self.queueName == oldSelf.queueName)",message="queueName is immutable: a pipeline's grants are charged to its queue",fieldPath=".queueName"
 // +kubebuilder:validation:XValidation:rule="!has(self.priority) || !has(self.priorityClassName)",message="set at most one of priority and priorityClassName",fieldPath=".priorityClassName",reason=FieldValueForbidden
 // +kubebuilder:validation:XValidation:rule="!has(self.iterate) || self.iterate.phases.all(n, self.phases.exists(p, p.name == n))",message="every iterate.phases entry must name a phase of spec.phases",messageExpression=`'unknown phase "%s": every iterate.phases entry must name a phase of spec.phases'.format([self.iterate.phases.filter(n, !self.phases.exists(p, p.name == n))[0]])`,fieldPath=".iterate.phases"
 // +kubebuilder:validation:XValidation:rule="self.phases.all(p, !has(p.dependsOn) || p.dependsOn.all(d, self.phases.exists(q, q.name == d)))",message="every dependsOn entry must name a phase of spec.phases",messageExpression=`[self.phases.map(p, has(p.dependsOn) ? p.dependsOn.map(d, self.phases.exists(q, q.name == d) ? "" : d) : [""]).filter(l, l.exists(m, m != ""))[0].filter(m, m != "")[0]].map(e, 'phase %s dependsOn unknown phase "%s": every dependsOn entry must name a phase of spec.phases'.format([self.phases.filter(p, has(p.dependsOn) && p.dependsOn.exists(d, d == e))[0].name, e]))[0]`,fieldPath=".phases"
@@ -95,6 +96,16 @@ type PhasedTrainingSpec struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=253
 	PriorityClassName string `json:"priorityClassName,omitempty"`
+
+	// queueName names the TenantQueue whose quota this pipeline's gangs
+	// are admitted against. Unset: the TenantQueue named "default", if
+	// there is one; with no such queue the pipeline is not limited by
+	// any queue. A pipeline naming a queue that does not exist waits
+	// until it does. Immutable.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	QueueName string `json:"queueName,omitempty"`
 
 	// podTTLSecondsAfterFinished deletes the pipeline's worker pods this
 	// many seconds after it finished (Succeeded or Failed), as a Job's

@@ -38,6 +38,10 @@ type Scenario struct {
 	// to "default", as a pipeline's does). status.used, if given, stands
 	// for what other workloads of the namespace use for the whole run.
 	Quotas []corev1.ResourceQuota `json:"quotas,omitempty"`
+	// Queues are the cluster's TenantQueues: ordinary TenantQueue
+	// objects, the same YAML a user applies. A pipeline reaches one by
+	// spec.queueName (unset: the queue named default, if any).
+	Queues []v1alpha1.TenantQueue `json:"queues,omitempty"`
 }
 
 // NodeFailure removes a node (as when it is deleted or lost) At a time.
@@ -123,6 +127,7 @@ func (sc *Scenario) validate() error {
 		errs = append(errs, errors.New("workload: at least one pipeline is required"))
 	}
 	errs = append(errs, sc.validateQuotas()...)
+	errs = append(errs, sc.validateQueues()...)
 	for i := range sc.Workload {
 		w := &sc.Workload[i]
 		path := fmt.Sprintf("workload[%d]", i)

@@ -197,6 +197,9 @@ func Run(sc *Scenario, opts Options) (*Result, error) {
 	if len(sc.Quotas) > 0 {
 		s.st.SetQuotas(sc.engineQuotas())
 	}
+	if len(sc.Queues) > 0 {
+		s.st.SetQueues(sc.engineQueues())
+	}
 	if err := s.load(); err != nil {
 		return nil, err
 	}
@@ -517,6 +520,10 @@ func (s *simulator) submitHold(p *pipeRun) {
 	s.st.Submit(engine.Request{
 		Gang: key, Priority: driver.Priority(&p.pt.Spec, s.sc.PriorityClasses), Created: p.pt.CreationTimestamp.Time, Queued: Epoch.Add(s.now),
 		Min: count, Desired: count, Footprint: envelope, Constraints: cons,
+		// The whole job is admitted against its queue for its whole
+		// life, as Kueue admits a Job: the baseline phasegang's
+		// per-phase admission is measured against.
+		Queue: p.pt.Spec.QueueName,
 	})
 }
 

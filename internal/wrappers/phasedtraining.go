@@ -149,6 +149,9 @@ func (b *PT) Priority(p int32) *PT { b.pt.Spec.Priority = &p; return b }
 // PriorityClass sets spec.priorityClassName.
 func (b *PT) PriorityClass(c string) *PT { b.pt.Spec.PriorityClassName = c; return b }
 
+// Queue sets spec.queueName.
+func (b *PT) Queue(name string) *PT { b.pt.Spec.QueueName = name; return b }
+
 // Namespace moves the pipeline.
 func (b *PT) Namespace(ns string) *PT { b.pt.Namespace = ns; return b }
 

@@ -127,10 +127,11 @@ func TestRenderDefaults(t *testing.T) {
 	if got := keys(objs); !slices.Equal(got, want) {
 		t.Fatalf("rendered %v, want %v", got, want)
 	}
-	if crds := r.CRDs(); len(crds) != 1 || !strings.Contains(string(crds[0].File.Data), "name: phasedtrainings.phasegang.dev") {
-		t.Errorf("crds/: %d files, want the PhasedTraining CRD", len(crds))
+	if crds := r.CRDs(); len(crds) != 2 || !strings.Contains(string(crds[0].File.Data), "name: phasedtrainings.phasegang.dev") ||
+		!strings.Contains(string(crds[1].File.Data), "name: tenantqueues.phasegang.dev") {
+		t.Errorf("crds/: %d files, want the PhasedTraining and TenantQueue CRDs", len(crds))
 	}
-	if !strings.Contains(r.Notes, "helm uninstall` does not delete it") {
+	if !strings.Contains(r.Notes, "helm uninstall` does not delete them") {
 		t.Errorf("NOTES.txt does not warn about the CRD:\n%s", r.Notes)
 	}
 
@@ -410,10 +411,10 @@ func withTCP(ports []corev1.ContainerPort) []corev1.ContainerPort {
 func TestManifestsStream(t *testing.T) {
 	r, _ := render(t, nil)
 	all := docs(t, r.Manifests(true))
-	if all[0].Kind != "CustomResourceDefinition" {
-		t.Errorf("the stream starts with %s, want the CRDs first", all[0].Kind)
+	if all[0].Kind != "CustomResourceDefinition" || all[1].Kind != "CustomResourceDefinition" {
+		t.Errorf("the stream starts with %s, %s, want the CRDs first", all[0].Kind, all[1].Kind)
 	}
-	if n := len(all); n != 8 {
-		t.Errorf("%d documents, want 1 CRD + 7 templates", n)
+	if n := len(all); n != 9 {
+		t.Errorf("%d documents, want 2 CRDs + 7 templates", n)
 	}
 }

@@ -29,11 +29,18 @@ import (
 	"github.com/phasegang/phasegang/apis/v1alpha1"
 )
 
-// crdPath is the generated CRD; `make manifests` writes it.
-var crdPath = filepath.Join("..", "..", "config", "crd", "bases", "phasegang.dev_phasedtrainings.yaml")
+// crdPath and queueCRDPath are the generated CRDs; `make manifests`
+// writes them.
+var (
+	crdPath      = filepath.Join("..", "..", "config", "crd", "bases", "phasegang.dev_phasedtrainings.yaml")
+	queueCRDPath = filepath.Join("..", "..", "config", "crd", "bases", "phasegang.dev_tenantqueues.yaml")
+)
 
-// apiServer is the part of an API server that admits PhasedTrainings: the
-// CRD's structural schema, its OpenAPI validator and its compiled CEL rules.
+// crdPaths are every CRD the project ships.
+var crdPaths = []string{crdPath, queueCRDPath}
+
+// apiServer is the part of an API server that admits one kind (a
+// PhasedTraining, a TenantQueue): the CRD's structural schema, its OpenAPI validator and its compiled CEL rules.
 type apiServer struct {
 	structural *structuralschema.Structural
 	schema     apiservervalidation.SchemaValidator
@@ -42,9 +49,9 @@ type apiServer struct {
 
 // loadCRD reads the generated CRD and converts it to the internal types the
 // API server validates.
-func loadCRD(t testing.TB) *apiextensions.CustomResourceDefinition {
+func loadCRD(t testing.TB, path string) *apiextensions.CustomResourceDefinition {
 	t.Helper()
-	data, err := os.ReadFile(crdPath)
+	data, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatalf("read CRD (run `make manifests`): %v", err)
 	}
@@ -59,11 +66,15 @@ func loadCRD(t testing.TB) *apiextensions.CustomResourceDefinition {
 	return &internal
 }
 
-// newAPIServer builds the admission pieces for the CRD's v1alpha1 version the
-// way the apiextensions-apiserver does when the CRD is established.
-func newAPIServer(t testing.TB) *apiServer {
+// newAPIServer builds the admission pieces for the PhasedTraining CRD's
+// v1alpha1 version the way the apiextensions-apiserver does when the CRD
+// is established.
+func newAPIServer(t testing.TB) *apiServer { return newAPIServerFor(t, crdPath) }
+
+// newAPIServerFor is newAPIServer for the CRD at path.
+func newAPIServerFor(t testing.TB, path string) *apiServer {
 	t.Helper()
-	crd := loadCRD(t)
+	crd := loadCRD(t, path)
 	var props *apiextensions.JSONSchemaProps
 	for _, v := range crd.Spec.Versions {
 		if v.Name == v1alpha1.GroupVersion.Version && v.Schema != nil {
@@ -97,7 +108,13 @@ func newAPIServer(t testing.TB) *apiServer {
 // defaults, validate the OpenAPI schema, embedded object metadata and
 // list-map/set invariants, and then, unless an earlier error blocks them,
 // the CEL rules.
-func (s *apiServer) create(obj map[string]any) field.ErrorList {
+func (s *apiServer) create(obj map[string]any) field.ErrorList { return s.admit(obj, nil) }
+
+// update admits obj as an update of old would: as create, with the CEL
+// transition rules (those that read oldSelf) checked against old.
+func (s *apiServer) update(obj, old map[string]any) field.ErrorList { return s.admit(obj, old) }
+
+func (s *apiServer) admit(obj, old map[string]any) field.ErrorList {
 	pruning.Prune(obj, s.structural, true)
 	structuraldefaulting.PruneNonNullableNullsWithoutDefaults(obj, s.structural)
 	structuraldefaulting.Default(obj, s.structural)
@@ -113,47 +130,55 @@ func (s *apiServer) create(obj map[string]any) field.ErrorList {
 			return errs
 		}
 	}
-	celErrs, _ := s.cel.Validate(context.Background(), nil, s.structural, obj, nil, celconfig.RuntimeCELCostBudget)
+	var oldObj any
+	if old != nil {
+		oldObj = old
+	}
+	celErrs, _ := s.cel.Validate(context.Background(), nil, s.structural, obj, oldObj, celconfig.RuntimeCELCostBudget)
 	return append(errs, celErrs...)
 }
 
 // toUnstructured turns a typed object into the JSON map an API server sees.
-func toUnstructured(t testing.TB, pt *v1alpha1.PhasedTraining) map[string]any {
+func toUnstructured(t testing.TB, obj any) map[string]any {
 	t.Helper()
-	data, err := json.Marshal(pt)
+	data, err := json.Marshal(obj)
 	if err != nil {
 		t.Fatalf("marshal: %v", err)
 	}
 	// The API server decodes integers as int64, not float64; CEL and the
 	// schema validator depend on it.
-	var obj map[string]any
-	if err := kjson.UnmarshalCaseSensitivePreserveInts(data, &obj); err != nil {
+	var out map[string]any
+	if err := kjson.UnmarshalCaseSensitivePreserveInts(data, &out); err != nil {
 		t.Fatalf("unmarshal: %v", err)
 	}
 	// metav1.Time marshals its zero value as null; a client never sends it.
-	if md, ok := obj["metadata"].(map[string]any); ok {
+	if md, ok := out["metadata"].(map[string]any); ok {
 		delete(md, "creationTimestamp")
 	}
-	return obj
+	return out
 }
 
 func TestCRDIsAcceptedByAPIServer(t *testing.T) {
-	crd := loadCRD(t)
-	// The API server's PrepareForCreate records the storage version
-	// before validating; a CRD file never carries status.
-	for _, v := range crd.Spec.Versions {
-		if v.Storage {
-			crd.Status.StoredVersions = []string{v.Name}
-		}
-	}
-	// ValidateCustomResourceDefinition is what the API server runs on
-	// create; it compiles every x-kubernetes-validations rule and rejects
-	// the CRD when a rule's, or the schema's total, estimated CEL cost
-	// exceeds the static limits.
-	if errs := crdvalidation.ValidateCustomResourceDefinition(context.Background(), crd); len(errs) > 0 {
-		for _, e := range errs {
-			t.Errorf("CRD rejected: %v", e)
-		}
+	for _, path := range crdPaths {
+		t.Run(filepath.Base(path), func(t *testing.T) {
+			crd := loadCRD(t, path)
+			// The API server's PrepareForCreate records the storage
+			// version before validating; a CRD file never carries status.
+			for _, v := range crd.Spec.Versions {
+				if v.Storage {
+					crd.Status.StoredVersions = []string{v.Name}
+				}
+			}
+			// ValidateCustomResourceDefinition is what the API server runs
+			// on create; it compiles every x-kubernetes-validations rule
+			// and rejects the CRD when a rule's, or the schema's total,
+			// estimated CEL cost exceeds the static limits.
+			if errs := crdvalidation.ValidateCustomResourceDefinition(context.Background(), crd); len(errs) > 0 {
+				for _, e := range errs {
+					t.Errorf("CRD rejected: %v", e)
+				}
+			}
+		})
 	}
 }
 
@@ -163,7 +188,12 @@ func TestCRDIsAcceptedByAPIServer(t *testing.T) {
 // with headroom, so that adding a field or raising a maxItems that would make
 // a real API server refuse the CRD fails here first, naming the rule.
 func TestCELCost(t *testing.T) {
-	s := newAPIServer(t)
+	for _, path := range crdPaths {
+		t.Run(filepath.Base(path), func(t *testing.T) { testCELCost(t, newAPIServerFor(t, path)) })
+	}
+}
+
+func testCELCost(t *testing.T, s *apiServer) {
 	envSet := environment.MustBaseEnvSet(environment.DefaultCompatibilityVersion())
 	var total uint64
 	var walk func(path string, node *structuralschema.Structural, cardinality uint64, root bool)

@@ -1,0 +1,248 @@
+package v1alpha1
+
+import (
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// TenantQueue is one tenant's (a team's) share of the cluster: a nominal
+// quota per resource that the engine admits its PhasedTrainings' gangs
+// against, in the same decision that places them on nodes. Queues that
+// name the same cohort lend each other the nominal quota they do not use,
+// within each one's lendingLimit and borrowingLimit. PhasedTrainings reach
+// a queue by spec.queueName; one without it goes to the queue named
+// "default", if there is one. A cluster without TenantQueues schedules as
+// if queues did not exist.
+//
+// It is cluster-scoped because quota is a cluster administrator's
+// decision: a namespace's users must not be able to raise their own.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:scope=Cluster,shortName=tq,categories=phasegang
+// +kubebuilder:printcolumn:name="Cohort",type=string,JSONPath=`.spec.cohort`
+// +kubebuilder:printcolumn:name="Nominal",type=string,JSONPath=`.status.nominal`,description="the nominal quota per resource"
+// +kubebuilder:printcolumn:name="Used",type=string,JSONPath=`.status.used`,description="what the queue's granted gangs hold, per resource"
+// +kubebuilder:printcolumn:name="Borrowed",type=string,JSONPath=`.status.borrowed`,description="what the queue uses beyond its nominal quota, lent by its cohort"
+// +kubebuilder:printcolumn:name="Pending",type=integer,JSONPath=`.status.pendingGangs`,description="gangs of the queue waiting for a first grant"
+// +kubebuilder:printcolumn:name="Admitted",type=integer,JSONPath=`.status.admittedGangs`,description="gangs of the queue holding a grant"
+// +kubebuilder:printcolumn:name="Weight",type=string,JSONPath=`.spec.fairSharing.weight`,priority=1
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type TenantQueue struct {
+	metav1.TypeMeta `json:",inline"`
+	// metadata is the standard object metadata.
+	// +optional
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// spec is the queue's quota, cohort, fair-sharing weight and
+	// preemption policy.
+	// +required
+	Spec TenantQueueSpec `json:"spec"`
+
+	// status is what the queue's gangs use now; written only by the
+	// controller.
+	// +optional
+	Status TenantQueueStatus `json:"status,omitempty"`
+}
+
+// TenantQueueList is a list of TenantQueue.
+//
+// +kubebuilder:object:root=true
+type TenantQueueList struct {
+	metav1.TypeMeta `json:",inline"`
+	// metadata is the standard list metadata.
+	// +optional
+	metav1.ListMeta `json:"metadata,omitempty"`
+	// items are the TenantQueues.
+	// +required
+	Items []TenantQueue `json:"items"`
+}
+
+// DefaultQueueName names the queue that PhasedTrainings without
+// spec.queueName go to. A name rather than a flag on the queue: the API
+// server keeps names unique, so there is never a second default to
+// resolve (Kueue's LocalQueue defaulting uses the same name).
+const DefaultQueueName = "default"
+
+// TenantQueueSpec is a queue's quota and policy.
+//
+// +kubebuilder:validation:XValidation:rule="has(self.cohort) || self.resources.all(r, !has(r.borrowingLimit) && !has(r.lendingLimit))",message="borrowingLimit and lendingLimit need a cohort to borrow from and lend to",fieldPath=".resources",reason=FieldValueForbidden
+type TenantQueueSpec struct {
+	// resources lists the queue's quota per resource. A gang of the queue
+	// is granted only if, for every resource listed here, the queue's use
+	// plus the gang's min workers stay within the nominal quota plus what
+	// the queue may borrow from its cohort. A resource not listed is not
+	// limited by the queue.
+	// +required
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=16
+	Resources []QueueResource `json:"resources"`
+
+	// cohort names the group of queues this one borrows from and lends
+	// to: the queues that name the same cohort lend each other the
+	// nominal quota they do not use. Unset: the queue neither borrows nor
+	// lends.
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	Cohort string `json:"cohort,omitempty"`
+
+	// fairSharing orders the queues against each other: the queue whose
+	// use is furthest below its nominal quota, relative to its weight,
+	// has its next gang considered first.
+	// +optional
+	FairSharing *FairSharing `json:"fairSharing,omitempty"`
+
+	// preemption says what the queue may take back, and from whom, when
+	// its gangs wait. Only reclaimWithinCohort is acted on so far, and
+	// only at phase boundaries (see docs/queues.md); no running gang is
+	// preempted yet.
+	// +optional
+	Preemption *QueuePreemption `json:"preemption,omitempty"`
+}
+
+// QueueResource is a queue's quota of one resource.
+//
+// Its quantities are int-or-string, like a ResourceQuota's, with a
+// maxLength: the bound is what lets CEL's cost estimator price the rules
+// below low (an unbounded string costs as much as the largest request).
+// The rules convert with string() first, so `8` and "8" read alike, and
+// leave a value that is not a quantity to the pattern's error.
+//
+// +kubebuilder:validation:XValidation:rule="!has(self.lendingLimit) || !isQuantity(string(self.lendingLimit)) || !isQuantity(string(self.nominalQuota)) || quantity(string(self.lendingLimit)).compareTo(quantity(string(self.nominalQuota))) <= 0",message="lendingLimit must not exceed nominalQuota",fieldPath=".lendingLimit"
+// +kubebuilder:validation:XValidation:rule="!isQuantity(string(self.nominalQuota)) || !quantity(string(self.nominalQuota)).isLessThan(quantity('0'))",message="nominalQuota must not be negative",fieldPath=".nominalQuota"
+// +kubebuilder:validation:XValidation:rule="!has(self.borrowingLimit) || !isQuantity(string(self.borrowingLimit)) || !quantity(string(self.borrowingLimit)).isLessThan(quantity('0'))",message="borrowingLimit must not be negative",fieldPath=".borrowingLimit"
+// +kubebuilder:validation:XValidation:rule="!has(self.lendingLimit) || !isQuantity(string(self.lendingLimit)) || !quantity(string(self.lendingLimit)).isLessThan(quantity('0'))",message="lendingLimit must not be negative",fieldPath=".lendingLimit"
+type QueueResource struct {
+	// name is the resource as worker pods request it: nvidia.com/gpu,
+	// cpu, memory, or "pods" to count workers.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$`
+	Name string `json:"name"`
+
+	// nominalQuota is what the queue is entitled to: its gangs may always
+	// hold this much (when the nodes have room), and what they leave
+	// unused its cohort may borrow.
+	// +required
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:Pattern=`^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$`
+	NominalQuota resource.Quantity `json:"nominalQuota"`
+
+	// borrowingLimit bounds what the queue may use beyond nominalQuota,
+	// borrowed from its cohort. Unset: as much as the cohort lends.
+	// +optional
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:Pattern=`^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$`
+	BorrowingLimit *resource.Quantity `json:"borrowingLimit,omitempty"`
+
+	// lendingLimit bounds how much of nominalQuota the cohort may borrow
+	// when the queue leaves it unused; the rest is the queue's alone.
+	// Unset: all of it.
+	// +optional
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:Pattern=`^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$`
+	LendingLimit *resource.Quantity `json:"lendingLimit,omitempty"`
+}
+
+// FairSharing is a queue's weight in the order across queues.
+type FairSharing struct {
+	// weight scales the queue's share: the queue with the lowest share
+	// (its dominant resource's use divided by its nominal quota, divided
+	// by the weight) goes first. A queue of weight 2 may use twice the
+	// fraction of its nominal quota before another queue of weight 1
+	// goes ahead of it. Defaults to 1.
+	// +optional
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:Pattern=`^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$`
+	// +kubebuilder:default="1"
+	// +kubebuilder:validation:XValidation:rule="!isQuantity(string(self)) || quantity(string(self)).isGreaterThan(quantity('0'))",message="weight must be greater than 0"
+	Weight *resource.Quantity `json:"weight,omitempty"`
+}
+
+// PreemptionPolicy says which gangs a queue may take capacity back from,
+// as Kueue names the choices.
+// +kubebuilder:validation:Enum=Never;LowerPriority;Any
+type PreemptionPolicy string
+
+// Preemption policies.
+const (
+	PreemptNever         PreemptionPolicy = "Never"
+	PreemptLowerPriority PreemptionPolicy = "LowerPriority"
+	PreemptAny           PreemptionPolicy = "Any"
+)
+
+// QueuePreemption is what a queue may take back when its gangs wait.
+type QueuePreemption struct {
+	// withinQueue: whether a waiting gang may take capacity from the
+	// queue's own running gangs (LowerPriority: of lower priority; Any).
+	// Not acted on yet: no running gang is preempted.
+	// +optional
+	// +kubebuilder:default=Never
+	WithinQueue PreemptionPolicy `json:"withinQueue,omitempty"`
+
+	// reclaimWithinCohort: whether the queue takes back the nominal quota
+	// its cohort borrowed when its own gangs need it (LowerPriority: only
+	// from gangs of lower priority than the waiting one; Any). Today the
+	// quota is taken back at phase boundaries only: while one of this
+	// queue's gangs waits for its nominal quota, a borrowing queue's next
+	// phase is not admitted on borrowed quota. Running gangs are not
+	// preempted yet.
+	// +optional
+	// +kubebuilder:default=Never
+	ReclaimWithinCohort PreemptionPolicy `json:"reclaimWithinCohort,omitempty"`
+
+	// reclaimGracePeriod is how long the queue will wait for borrowed
+	// gangs to end on their own before preempting them. Preemption is not
+	// built yet, so today it is recorded only. A duration such as 90s,
+	// 30m or 1h30m.
+	// +optional
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:XValidation:rule=`self.matches('^[-+]?(0|(([0-9]+([.][0-9]*)?|[.][0-9]+)(ns|us|µs|μs|ms|s|m|h))+)$') && duration(self) >= duration('0s')`,message="must be a duration of at least 0",messageExpression=`self.matches('^[-+]?(0|(([0-9]+([.][0-9]*)?|[.][0-9]+)(ns|us|µs|μs|ms|s|m|h))+)$') ? 'must not be negative' : 'must be a duration such as 90s, 30m or 1h30m (numbers with units ns, us, ms, s, m or h)'`
+	ReclaimGracePeriod *metav1.Duration `json:"reclaimGracePeriod,omitempty"`
+}
+
+// TenantQueueStatus is what a queue's gangs use now, as the scheduler's
+// last cycle saw it.
+type TenantQueueStatus struct {
+	// conditions are the queue's conditions (reserved for later use).
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// observedGeneration is the spec generation this status describes.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// nominal summarizes spec.resources' nominal quotas, e.g.
+	// "nvidia.com/gpu: 8".
+	// +optional
+	Nominal string `json:"nominal,omitempty"`
+
+	// used summarizes what the queue's granted gangs hold of each of its
+	// resources, e.g. "nvidia.com/gpu: 6".
+	// +optional
+	Used string `json:"used,omitempty"`
+
+	// borrowed summarizes what the queue uses beyond its nominal quota,
+	// e.g. "nvidia.com/gpu: 2"; empty when it borrows nothing.
+	// +optional
+	Borrowed string `json:"borrowed,omitempty"`
+
+	// pendingGangs counts the queue's gangs waiting for a first grant.
+	// +optional
+	PendingGangs int32 `json:"pendingGangs,omitempty"`
+
+	// admittedGangs counts the queue's gangs holding a grant.
+	// +optional
+	AdmittedGangs int32 `json:"admittedGangs,omitempty"`
+}
