@@ -118,6 +118,9 @@ trap 'exit 130' INT TERM
 
 # ---------------------------------------------------------------- ports
 # Random free loopback ports; distinct per run so parallel clusters don't clash.
+# They are drawn from below the kernel's ephemeral range: a port inside it can
+# be taken by any outgoing connection (kube-apiserver's to etcd, say) between
+# the check here and the component binding it, which failed a CI run once.
 used_ports() {
   # Local ports of every TCP socket (any state), IPv4 and IPv6.
   local hex
@@ -125,10 +128,13 @@ used_ports() {
 }
 declare -A taken=()
 while read -r p; do [[ -n "$p" ]] && taken[$p]=1; done < <(used_ports)
+read -r ephemeral_low ephemeral_high < /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || { ephemeral_low=32768; ephemeral_high=60999; }
+if (( ephemeral_low > 12000 )); then port_base=10000; port_span=$(( ephemeral_low - 10000 ))
+else port_base=$(( ephemeral_high + 1 )); port_span=$(( 65535 - ephemeral_high )); fi
 pick_port() {
   local p
   for _ in $(seq 1 200); do
-    p=$(( 20000 + ( $(od -An -N2 -tu2 /dev/urandom) % 30000 ) ))
+    p=$(( port_base + ( $(od -An -N2 -tu2 /dev/urandom) % port_span ) ))
     if [[ -z "${taken[$p]:-}" ]]; then taken[$p]=1; echo "$p"; return 0; fi
   done
   die "could not find a free TCP port"

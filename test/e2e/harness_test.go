@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
@@ -153,13 +154,40 @@ func (c *controllerProcess) stop() {
 	c.log.Close()
 }
 
+// freePort returns a loopback port nothing listens on, drawn from below the
+// kernel's ephemeral range (as test/cluster/up.sh does): a port the kernel
+// handed out for ":0" can be taken by an outgoing connection before the
+// process we start binds it.
 func freePort() string {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		panic(err)
+	low := ephemeralLow()
+	for range 200 {
+		port := 10000 + rand.IntN(low-10000)
+		l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port))
+		if err != nil {
+			continue
+		}
+		l.Close()
+		return strconv.Itoa(port)
 	}
-	defer l.Close()
-	return strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
+	panic("no free loopback port below the ephemeral range")
+}
+
+// ephemeralLow is the first port of the kernel's ephemeral range (32768 when
+// it cannot be read or leaves no room below it: Linux's default).
+func ephemeralLow() int {
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return 32768
+	}
+	fields := strings.Fields(string(b))
+	if len(fields) == 0 {
+		return 32768
+	}
+	low, err := strconv.Atoi(fields[0])
+	if err != nil || low <= 12000 {
+		return 32768
+	}
+	return low
 }
 
 // namespace creates a namespace for one test, deleted after it.
