@@ -15,9 +15,12 @@ import (
 //     displace: move unbound workers whose node a pod no grant covers
 //     took, or release their gang whole if they fit nowhere else, and
 //     move workers kube-scheduler refused (displace.go);
-//  2. admit: walk the queue in order and reserve each gang's min workers
-//     all at once, reclaiming younger gangs' elastic surplus if that is
-//     what it takes; a gang that does not fit is blocked, and the first
+//  2. admit: walk the queue in order and reserve each gang all at once:
+//     a rigid gang whole, an elastic gang at full width if it fits there,
+//     else deferred to after the walk and then given what fits between
+//     min and desired (admit.go says why), reclaiming younger gangs'
+//     elastic surplus for its min if that is what it takes; a gang that
+//     does not fit at min is blocked, and the first
 //     blocked gang is the head. Gangs behind a blocked head backfill while
 //     the head is within its starvation bound; past it, the head fences
 //     the nodes it waits for and nobody behind it may use them. A gang
@@ -38,7 +41,6 @@ func (s *State) cycle(now time.Time) Plan {
 	s.releasePending(&plan)
 	s.sumFree()
 	s.displace(&plan)
-	donors := s.donors()
 	var infeasible []*gangReq
 	reportInfeasible := func(gr *gangReq) {
 		if gr.reported != s.cycles {
@@ -58,117 +60,35 @@ func (s *State) cycle(now time.Time) Plan {
 	s.fresh = s.fresh[:0]
 	doomed := s.doomedPipelines(reportInfeasible)
 
-	reserved := map[GangKey]int{} // gang → index in plan.Reserves
-	var blocked []*gangReq
-	var head *gangReq
-	var fenced []bool
-	var backoff []*gangReq
-	var held []*gangReq // gangs of doomed pipelines
-	var quotaWaits []Wait
-	// quotaHeads[q] is the first gang in queue order that quota q did
-	// not admit: growth behind it never takes the quota it waits for,
-	// and past its starvation bound no gang behind it is admitted into
-	// the quota.
-	quotaHeads := map[int]*gangReq{}
-	// queueHeads[q] is the same for tenant queue q; reclaiming holds, per
-	// cohort and resource, a lender's gang that waits for its own nominal
-	// quota: no gang is admitted on quota borrowed of it meanwhile.
-	queueHeads := map[int]*gangReq{}
-	reclaiming := s.findReclaims(now)
-	// failedMin[shape] is the smallest min of a gang of that shape that
-	// found no room, reclaim included, in this cycle. Until capacity is
-	// freed (only a reclaim frees it mid-cycle) a gang of the same shape
-	// and at least that min cannot fit either, and one behind it has no
-	// more surplus to reclaim: skip it without scanning the nodes.
-	failedMin := make([]int32, len(s.shapes)) // 0: no failure yet
+	a := s.newAdmission(now, &plan, doomed, reportInfeasible)
 	walk := s.newQueueWalk()
 	for gr := walk.next(); gr != nil; gr = walk.next() {
 		if gr.removed {
 			continue
 		}
-		if s.cfg.SkipWaiting && head != nil && s.nothingFits(failedMin) {
+		if s.cfg.SkipWaiting && a.head != nil && s.nothingFits(a.failedMin) {
 			// Every queued shape has failed at its smallest size: nothing
 			// further in the queue can fit this cycle. Nobody reads the
 			// explanations (SkipWaiting), so stop walking.
 			break
 		}
-		c := s.class(gr)
-		if gr.infeasible != "" {
-			reportInfeasible(gr)
-			continue
-		}
-		if doomed[gr.req.Gang.Pipeline] > 0 {
-			// Another phase of its pipeline can never fit: admitting it
-			// would spend capacity on work that leads nowhere.
-			held = append(held, gr)
-			continue
-		}
-		if now.Before(gr.req.NotBefore) {
-			backoff = append(backoff, gr)
-			continue
-		}
-		if w, ok := s.queueWait(gr, now, queueHeads, reclaiming); ok {
-			// Its tenant queue does not admit the gang now: like a
-			// quota, it waits for the queue, not for nodes.
-			quotaWaits = append(quotaWaits, w)
-			continue
-		}
-		if w, ok := s.quotaWait(gr, now, quotaHeads); ok {
-			// Its namespace's quota does not admit the gang now: it waits
-			// for the quota, not for nodes, so it is neither the head nor
-			// a reason to fence nodes.
-			quotaWaits = append(quotaWaits, w)
-			continue
-		}
-		var nodes []int32
-		if m := failedMin[gr.shape]; m == 0 || gr.req.Min < m {
-			var fence []bool
-			if head != nil {
-				fence = fenced
-			}
-			nodes = s.place(gr, c, gr.req.Min, gr.req.Min, fence).nodes
-			if nodes == nil && len(donors) > 0 {
-				if nodes = s.reclaim(gr, c, fence, donors, &plan); nodes != nil {
-					clear(failedMin)
-					donors = s.donors()
-				}
-			}
-			if nodes == nil {
-				failedMin[gr.shape] = gr.req.Min
-			}
-		}
-		if nodes != nil {
-			g := &grantState{gangReq: *gr}
-			g.removed = false
-			s.take(g, nodes)
-			s.addGrant(g)
-			s.dequeue(gr)
-			reserved[gr.req.Gang] = len(plan.Reserves)
-			plan.Reserves = append(plan.Reserves, Reservation{Gang: gr.req.Gang, Workers: s.workerPlacements(0, nodes)})
-			continue
-		}
-		blocked = append(blocked, gr)
-		if head == nil {
-			head = gr
-			if now.Sub(gr.req.Queued) >= s.cfg.StarvationBound {
-				fenced = s.fenceFor(gr, c)
-			}
-		}
+		a.visit(gr)
 	}
+	a.admitDeferred()
 	s.compactOrder()
 	slices.SortFunc(infeasible, func(a, b *gangReq) int { return compareQueue(&a.req, &b.req) })
 	for _, gr := range infeasible {
 		plan.Infeasible = append(plan.Infeasible, Infeasible{Gang: gr.req.Gang, Message: gr.infeasible})
 	}
-	if fenced == nil {
+	if a.fenced == nil {
 		s.fence = nil
 	}
 	plan.Fence = s.fence
 
-	s.grow(&plan, blocked, reserved, quotaHeads, queueHeads, reclaiming)
+	s.grow(&plan, a.blocked, a.reserved, a.quotaHeads, a.queueHeads, a.reclaiming)
 	if !s.cfg.SkipWaiting {
-		s.explain(&plan, now, blocked, backoff, held, fenced != nil)
-		plan.Waiting = append(plan.Waiting, quotaWaits...)
+		s.explain(&plan, now, a.blocked, a.backoff, a.held, a.fenced != nil)
+		plan.Waiting = append(plan.Waiting, a.quotaWaits...)
 		plan.Queues = s.queueUsage()
 	}
 	return plan
@@ -340,36 +260,13 @@ func (s *State) grow(plan *Plan, blocked []*gangReq, reserved map[GangKey]int, q
 		}
 	}
 	slices.SortFunc(cands, func(a, b *grantState) int { return compareQueue(&a.req, &b.req) })
+	oldest := oldestBlocked(blocked)
 	for _, g := range cands {
-		if len(blocked) > 0 && compareQueue(&g.req, &blocked[0].req) > 0 {
+		if oldest != nil && compareQueue(&g.req, &oldest.req) > 0 {
 			break
 		}
 		first := len(g.workers)
-		want := g.req.Desired - int32(first)
-		if len(s.quotas) > 0 {
-			// Growth stays within the gang's quotas, and never takes
-			// quota an older gang of the namespace waits for.
-			if s.behindQuotaHead(&g.gangReq, quotaHeads) {
-				continue
-			}
-			room, _ := s.quotaRoom(&g.gangReq, int64(want))
-			want = int32(room)
-		}
-		if len(s.queues) > 0 {
-			// The same for the gang's queue; and no growth on quota a
-			// lender of the cohort is reclaiming.
-			if s.behindQueueHead(&g.gangReq, queueHeads) {
-				continue
-			}
-			room, _ := s.queueRoom(&g.gangReq, int64(want))
-			for room > 0 {
-				if r, _ := s.heldForReclaim(&g.gangReq, room, rc); r == nil {
-					break
-				}
-				room--
-			}
-			want = int32(room)
-		}
+		want := s.growthRoom(&g.gangReq, g.req.Desired-int32(first), quotaHeads, queueHeads, rc)
 		p := s.place(&g.gangReq, s.class(&g.gangReq), want, 1, nil)
 		if p.nodes == nil {
 			continue
@@ -382,6 +279,33 @@ func (s *State) grow(plan *Plan, blocked []*gangReq, reserved map[GangKey]int, q
 			plan.Grows = append(plan.Grows, Reservation{Gang: g.req.Gang, Workers: added})
 		}
 	}
+}
+
+// growthRoom is how many of want more workers of g its quotas and tenant
+// queue admit: none if an older gang waits for one of them, and none on
+// quota a lender of its cohort is reclaiming.
+func (s *State) growthRoom(g *gangReq, want int32, quotaHeads, queueHeads map[int]*gangReq, rc reclaims) int32 {
+	if len(s.quotas) > 0 {
+		if s.behindQuotaHead(g, quotaHeads) {
+			return 0
+		}
+		room, _ := s.quotaRoom(g, int64(want))
+		want = int32(room)
+	}
+	if len(s.queues) > 0 {
+		if s.behindQueueHead(g, queueHeads) {
+			return 0
+		}
+		room, _ := s.queueRoom(g, int64(want))
+		for room > 0 {
+			if r, _ := s.heldForReclaim(g, room, rc); r == nil {
+				break
+			}
+			room--
+		}
+		want = int32(room)
+	}
+	return want
 }
 
 // surplusWorker is one worker above min of an elastic grant.

@@ -586,7 +586,7 @@ func (s *State) queueWait(gr *gangReq, now time.Time, heads map[int]*gangReq, rc
 		return w, true
 	}
 	qs := s.queues[c.q]
-	if h := heads[c.q]; h != nil && now.Sub(h.req.Queued) >= s.cfg.StarvationBound {
+	if h := heads[c.q]; h != nil && h != gr && now.Sub(h.req.Queued) >= s.cfg.StarvationBound {
 		held := h.req.Gang
 		w.Queue = &QueueShortfall{Queue: qs.q.Name, Cohort: qs.q.Cohort, HeldFor: &held}
 		return w, true

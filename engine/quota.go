@@ -432,7 +432,7 @@ func (s *State) quotaWait(gr *gangReq, now time.Time, heads map[int]*gangReq) (W
 	}
 	w := Wait{Gang: gr.req.Gang, Reason: WaitQuota, Min: gr.req.Min, Footprint: gr.req.Footprint}
 	for _, c := range s.charges(gr) {
-		if h := heads[c.q]; h != nil && now.Sub(h.req.Queued) >= s.cfg.StarvationBound {
+		if h := heads[c.q]; h != nil && h != gr && now.Sub(h.req.Queued) >= s.cfg.StarvationBound {
 			qs := s.quotas[c.q]
 			held := h.req.Gang
 			w.Quota = &QuotaShortfall{Namespace: qs.q.Namespace, Quota: qs.q.Name, HeldFor: &held}

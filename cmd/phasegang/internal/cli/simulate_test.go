@@ -55,8 +55,8 @@ func TestSimulate(t *testing.T) {
 		},
 		"suite, a failing workload": {
 			args: []string{"simulate", "--suite", "--suite-workloads", "tiresias-60, wave-burst"}, wantCode: 1,
-			wantStdout: []string{"tiresias-60", "wave-burst   53         256   9h28m     9h02m   1.048        1.033 (per-pod)    0.956 (rigid)   1.033 (per-pod)    FAIL: makespan +3.3% vs per-pod; JCT p99 +3.3% vs per-pod"},
-			wantStderr: []string{"phasegang: policy suite: 1 of 2 workloads fail: wave-burst (makespan +3.3% vs per-pod; JCT p99 +3.3% vs per-pod)"},
+			wantStdout: []string{"tiresias-60", "wave-burst   53         256   9h43m     9h02m   1.076        1.061 (per-pod)    0.934 (rigid)   1.061 (per-pod)    FAIL: makespan +6.1% vs per-pod; JCT p99 +6.1% vs per-pod"},
+			wantStderr: []string{"phasegang: policy suite: 1 of 2 workloads fail: wave-burst (makespan +6.1% vs per-pod; JCT p99 +6.1% vs per-pod)"},
 		},
 		"suite, an unknown workload": {
 			args: []string{"simulate", "--suite", "--suite-workloads", "nope"}, wantCode: 1,

@@ -1,0 +1,299 @@
+package engine
+
+import (
+	"slices"
+	"time"
+)
+
+// Admission: desired first
+//
+// The admit pass walks the queue in order. A rigid gang (min = desired) is
+// reserved whole or blocked, as always. An elastic gang is first tried at
+// full width (desired, or as much of it as its quotas and queue admit).
+// If that does not fit, the gang is deferred rather than admitted at min
+// at once: the rest of the walk goes on, and gangs behind it that fit at
+// full width take the capacity. After the walk, the deferred gangs are
+// tried again in queue order, each with as many workers as fit between min
+// and desired; one that does not fit even at min is blocked.
+//
+// Why: an elastic gang started at min runs at min's speed until capacity
+// frees for it to grow, and on a busy cluster it grows late. Started at
+// min ahead of a younger gang that would have run at full width, it slows
+// both down (processor sharing); the simulator's policy suite showed it
+// (docs/simulator.md). Starting at min only with capacity the walk would
+// otherwise leave idle keeps elasticity's gain (no idle GPUs while work
+// waits) without that loss.
+//
+// The trade-off: a deferred elastic gang can be overtaken by younger gangs
+// while it is within its starvation bound, even though it would fit at
+// min. Past its bound it is overtaken no more: when it is deferred it
+// fences the nodes it waits for, as a blocked head does, and holds its
+// quotas and queue, so the gangs behind it in the walk cannot take them;
+// the deferred pass then admits it first, fence included.
+
+// admission is the state of one cycle's admit pass.
+type admission struct {
+	s                *State
+	now              time.Time
+	plan             *Plan
+	doomed           map[string]int
+	reportInfeasible func(*gangReq)
+	donors           []*grantState
+	reserved         map[GangKey]int // gang → index in plan.Reserves
+	blocked          []*gangReq
+	// head is the first blocked gang; fenceHead is the starving gang
+	// whose fence (fenced) applies to every other gang of the cycle: the
+	// head once past its starvation bound, or a starving deferred gang.
+	head, fenceHead *gangReq
+	fenced          []bool
+	backoff, held   []*gangReq // waiting out a backoff; of doomed pipelines
+	quotaWaits      []Wait
+	// quotaHeads[q] is the first gang in queue order that quota q did
+	// not admit: growth behind it never takes the quota it waits for,
+	// and past its starvation bound no gang behind it is admitted into
+	// the quota.
+	quotaHeads map[int]*gangReq
+	// queueHeads[q] is the same for tenant queue q; reclaiming holds, per
+	// cohort and resource, a lender's gang that waits for its own nominal
+	// quota: no gang is admitted on quota borrowed of it meanwhile.
+	queueHeads map[int]*gangReq
+	reclaiming reclaims
+	// failedMin[shape] is the smallest min of a gang of that shape that
+	// found no room, reclaim included, in this cycle. Until capacity is
+	// freed (only a reclaim frees it mid-cycle) a gang of the same shape
+	// and at least that min cannot fit either, and one behind it has no
+	// more surplus to reclaim: skip it without scanning the nodes.
+	failedMin []int32 // 0: no failure yet
+	// deferred are the elastic gangs that did not fit at full width, in
+	// walk order.
+	deferred []*gangReq
+	walked   bool // the walk is over: admitDeferred runs
+}
+
+func (s *State) newAdmission(now time.Time, plan *Plan, doomed map[string]int, reportInfeasible func(*gangReq)) *admission {
+	return &admission{
+		s: s, now: now, plan: plan, doomed: doomed, reportInfeasible: reportInfeasible,
+		donors:     s.donors(),
+		reserved:   map[GangKey]int{},
+		quotaHeads: map[int]*gangReq{},
+		queueHeads: map[int]*gangReq{},
+		reclaiming: s.findReclaims(now),
+		failedMin:  make([]int32, len(s.shapes)),
+	}
+}
+
+// visit is the walk's step for one queued gang: skip it (infeasible,
+// doomed, backing off), let it wait for its queue or quota, reserve it,
+// defer it, or block it.
+func (a *admission) visit(gr *gangReq) {
+	s := a.s
+	c := s.class(gr)
+	switch {
+	case gr.infeasible != "":
+		a.reportInfeasible(gr)
+		return
+	case a.doomed[gr.req.Gang.Pipeline] > 0:
+		// Another phase of its pipeline can never fit: admitting it
+		// would spend capacity on work that leads nowhere.
+		a.held = append(a.held, gr)
+		return
+	case a.now.Before(gr.req.NotBefore):
+		a.backoff = append(a.backoff, gr)
+		return
+	case a.waitsForQuota(gr):
+		return
+	}
+	if want := a.fullWidth(gr); want > gr.req.Min {
+		if nodes := s.place(gr, c, want, want, a.fenceOf(gr)).nodes; nodes != nil {
+			a.reserve(gr, nodes)
+			return
+		}
+		a.deferGang(gr, c)
+		return
+	}
+	if nodes := a.placeMin(gr, c, gr.req.Min); nodes != nil {
+		a.reserve(gr, nodes)
+		return
+	}
+	a.block(gr, c)
+}
+
+// admitDeferred tries the deferred gangs again, in walk order, each with
+// as many workers as fit between min and desired.
+func (a *admission) admitDeferred() {
+	s := a.s
+	a.walked = true
+	for _, gr := range a.deferred {
+		if gr.removed {
+			continue
+		}
+		if a.waitsForQuota(gr) {
+			// What the gangs since took leaves its queue or quota short.
+			continue
+		}
+		c := s.class(gr)
+		if nodes := a.placeMin(gr, c, a.fullWidth(gr)); nodes != nil {
+			a.reserve(gr, nodes)
+			if gr == a.fenceHead {
+				// It got what it fenced: nobody waits behind the fence.
+				a.fenced, a.fenceHead = nil, nil
+				a.releaseHeads(gr)
+			}
+			continue
+		}
+		a.block(gr, c)
+	}
+}
+
+// waitsForQuota reports whether gr's tenant queue or its namespace's
+// quotas do not admit its min workers now; it then waits for them, not for
+// nodes, so it is neither the head nor a reason to fence nodes.
+func (a *admission) waitsForQuota(gr *gangReq) bool {
+	if w, ok := a.s.queueWait(gr, a.now, a.queueHeads, a.reclaiming); ok {
+		a.quotaWaits = append(a.quotaWaits, w)
+		return true
+	}
+	if w, ok := a.s.quotaWait(gr, a.now, a.quotaHeads); ok {
+		a.quotaWaits = append(a.quotaWaits, w)
+		return true
+	}
+	return false
+}
+
+// fullWidth is the size gr is tried at first: desired, or as much of it as
+// its quotas and queue admit (never below min, which they admit already).
+func (a *admission) fullWidth(gr *gangReq) int32 {
+	if gr.req.Desired == gr.req.Min {
+		return gr.req.Min
+	}
+	return max(gr.req.Min, a.s.growthRoom(gr, gr.req.Desired, a.quotaHeads, a.queueHeads, a.reclaiming))
+}
+
+// fenceOf is the fence gr must keep off: the starving gang's, unless gr is
+// that gang.
+func (a *admission) fenceOf(gr *gangReq) []bool {
+	if a.fenceHead == nil || gr == a.fenceHead {
+		return nil
+	}
+	return a.fenced
+}
+
+// placeMin places up to want workers of gr and at least its min,
+// reclaiming younger gangs' elastic surplus for the min if that is what
+// it takes. nil: it does not fit.
+func (a *admission) placeMin(gr *gangReq, c *nodeClass, want int32) []int32 {
+	s := a.s
+	fence := a.fenceOf(gr)
+	if m := a.failedMin[gr.shape]; m != 0 && gr.req.Min >= m && (fence != nil || a.fenced == nil) {
+		// A gang of its shape found no room at that size, and gr sees no
+		// more nodes than it did (the fence's owner sees its fence too).
+		return nil
+	}
+	nodes := s.place(gr, c, want, gr.req.Min, fence).nodes
+	if nodes == nil && len(a.donors) > 0 {
+		if nodes = s.reclaim(gr, c, fence, a.donors, a.plan); nodes != nil {
+			clear(a.failedMin)
+			a.refreshDonors()
+		}
+	}
+	if nodes == nil {
+		a.failedMin[gr.shape] = gr.req.Min
+	}
+	return nodes
+}
+
+// refreshDonors lists the grants with elastic surplus again after a
+// reclaim, leaving out the gangs reserved in this cycle: their plan entry
+// is a Reserve, which a Shrink in the same plan would contradict (their
+// surplus can be reclaimed from the next cycle on).
+func (a *admission) refreshDonors() {
+	a.donors = slices.DeleteFunc(a.s.donors(), func(g *grantState) bool {
+		_, now := a.reserved[g.req.Gang]
+		return now
+	})
+}
+
+// reserve grants gr on nodes (one entry per worker).
+func (a *admission) reserve(gr *gangReq, nodes []int32) {
+	s := a.s
+	g := &grantState{gangReq: *gr}
+	g.removed = false
+	s.take(g, nodes)
+	s.addGrant(g)
+	s.dequeue(gr)
+	a.reserved[gr.req.Gang] = len(a.plan.Reserves)
+	a.plan.Reserves = append(a.plan.Reserves, Reservation{Gang: gr.req.Gang, Workers: s.workerPlacements(0, nodes)})
+}
+
+// deferGang defers an elastic gang that did not fit at full width. Past
+// its starvation bound it first fences the nodes it waits for and holds
+// its queue and quotas, so that nobody behind it takes them before the
+// deferred pass comes back to it.
+func (a *admission) deferGang(gr *gangReq, c *nodeClass) {
+	if a.fenceHead == nil && a.starving(gr) {
+		a.fenced, a.fenceHead = a.s.fenceFor(gr, c), gr
+		a.holdHeads(gr)
+	}
+	a.deferred = append(a.deferred, gr)
+}
+
+// block records that gr does not fit even at min; the first blocked gang
+// is the head, and past its starvation bound it fences the nodes it waits
+// for (unless a starving deferred gang already does).
+func (a *admission) block(gr *gangReq, c *nodeClass) {
+	a.blocked = append(a.blocked, gr)
+	if a.head != nil {
+		return
+	}
+	a.head = gr
+	// After the walk no gang fences: the gangs behind it were visited
+	// already, and some of them may sit on the nodes it would fence. A
+	// starving deferred gang fenced when it was deferred.
+	if a.fenceHead == nil && !a.walked && a.starving(gr) {
+		a.fenced, a.fenceHead = a.s.fenceFor(gr, c), gr
+	}
+}
+
+func (a *admission) starving(gr *gangReq) bool {
+	return a.now.Sub(gr.req.Queued) >= a.s.cfg.StarvationBound
+}
+
+// holdHeads makes gr the head of each quota and queue it charges that has
+// none yet: past gr's starvation bound, no gang behind it is admitted into
+// them (quotaWait, queueWait) and none grows into them.
+func (a *admission) holdHeads(gr *gangReq) {
+	for _, c := range a.s.charges(gr) {
+		if a.quotaHeads[c.q] == nil {
+			a.quotaHeads[c.q] = gr
+		}
+	}
+	if len(a.s.queues) > 0 {
+		if q := a.s.queueCharge(gr).q; q >= 0 && a.queueHeads[q] == nil {
+			a.queueHeads[q] = gr
+		}
+	}
+}
+
+// releaseHeads undoes holdHeads once gr is admitted.
+func (a *admission) releaseHeads(gr *gangReq) {
+	for q, h := range a.quotaHeads {
+		if h == gr {
+			delete(a.quotaHeads, q)
+		}
+	}
+	for q, h := range a.queueHeads {
+		if h == gr {
+			delete(a.queueHeads, q)
+		}
+	}
+}
+
+// oldestBlocked is the blocked gang first in queue order (nil: none).
+// Deferred gangs are blocked after the walk, so blocked is not always in
+// queue order.
+func oldestBlocked(blocked []*gangReq) *gangReq {
+	if len(blocked) == 0 {
+		return nil
+	}
+	return slices.MinFunc(blocked, func(x, y *gangReq) int { return compareQueue(&x.req, &y.req) })
+}
