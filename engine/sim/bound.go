@@ -127,13 +127,16 @@ func boundJobs(sc *Scenario) []boundJob {
 		for _, ph := range spec.Phases {
 			fp := engine.WorkerFootprint(&ph.Template.Spec)
 			rate := map[engine.ResourceName]float64{}
-			n := float64(ph.Gang.DesiredOrMin())
+			// Under sub-linear scaling a phase's least resource-time is
+			// at min workers; boundWidth says what to charge (desired
+			// under linear scaling).
+			n := sc.Scaling.boundWidth(int(ph.Gang.Min), int(ph.Gang.DesiredOrMin()))
 			for name, v := range fp {
 				rate[name] = n * float64(v)
 			}
 			j.phases = append(j.phases, boundPhase{dur: w.Runtimes[ph.Name].Duration.Seconds(), rate: rate})
 		}
-		cp, _ := criticalPath(w)
+		cp, _ := criticalPath(w, sc.Scaling)
 		j.cp = cp.Seconds()
 		for r := range max(w.Count, 1) {
 			j.arrival = (w.Arrival.Duration + time.Duration(r)*w.Interval.Duration).Seconds()

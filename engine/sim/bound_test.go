@@ -199,15 +199,26 @@ func TestLowerBoundAgainstBruteForce(t *testing.T) {
 // Every policy's simulated makespan is a schedule, so LB is at most each
 // of them, elastic phases included (for those the brute force above is not
 // exact: an elastic phase may resize at any instant).
+//
+// Under sub-linear scaling (a random efficiency per doubling for half the
+// cases) too: there a phase's least GPU-time is at min workers, and the
+// bound must charge that.
 func TestLowerBoundBelowEverySimulatedMakespan(t *testing.T) {
 	r := rand.New(rand.NewPCG(16, 2))
 	checked := 0
 	for range 150 {
 		c := randomTiny(r, r.IntN(2) == 0)
+		var scaling *Scaling
+		if r.IntN(2) == 0 {
+			scaling = &Scaling{EfficiencyPerDoubling: 0.5 + r.Float64()/2}
+		}
 		sc := c.scenario()
+		sc.Scaling = scaling
 		lb := LowerBound(sc).Seconds()
 		for _, p := range []Policy{PolicyPhasegang, PolicyWholeJob, PolicyRigid} {
-			res, err := Run(c.scenario(), Options{Policy: p})
+			run := c.scenario()
+			run.Scaling = scaling
+			res, err := Run(run, Options{Policy: p})
 			if err != nil {
 				t.Fatalf("%v: %v", c, err)
 			}
@@ -216,7 +227,7 @@ func TestLowerBoundBelowEverySimulatedMakespan(t *testing.T) {
 			}
 			checked++
 			if m := res.Metrics.Makespan; lb > m+1e-6 {
-				t.Fatalf("%v: LB %.3fs above %s's makespan %.3fs", c, lb, p, m)
+				t.Fatalf("%v (scaling %+v): LB %.3fs above %s's makespan %.3fs", c, scaling, lb, p, m)
 			}
 		}
 	}

@@ -272,7 +272,7 @@ func simpleLowerBound(sc *Scenario) time.Duration {
 	gpus := float64(sc.Cluster.GPUs())
 	for i := range sc.Workload {
 		w := &sc.Workload[i]
-		cp, work := criticalPath(w)
+		cp, work := criticalPath(w, sc.Scaling)
 		for r := range max(w.Count, 1) {
 			jobs = append(jobs, job{arrival: w.Arrival.Duration + time.Duration(r)*w.Interval.Duration, cp: cp, work: work})
 		}
@@ -301,7 +301,7 @@ func simpleLowerBound(sc *Scenario) time.Duration {
 
 // criticalPath returns a workload's longest dependency chain of run times
 // and its work in GPU-seconds (each phase once, at desired size).
-func criticalPath(w *Workload) (time.Duration, float64) {
+func criticalPath(w *Workload, scaling *Scaling) (time.Duration, float64) {
 	spec := w.Training.Spec
 	finish := map[string]time.Duration{}
 	var work float64
@@ -335,7 +335,7 @@ func criticalPath(w *Workload) (time.Duration, float64) {
 				g += float64(v.MilliValue()) / 1000
 			}
 		}
-		work += w.Runtimes[p.Name].Duration.Seconds() * float64(p.Gang.DesiredOrMin()) * g
+		work += w.Runtimes[p.Name].Duration.Seconds() * scaling.boundWidth(int(p.Gang.Min), int(p.Gang.DesiredOrMin())) * g
 	}
 	return cp, work
 }

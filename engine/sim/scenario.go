@@ -42,6 +42,9 @@ type Scenario struct {
 	// objects, the same YAML a user applies. A pipeline reaches one by
 	// spec.queueName (unset: the queue named default, if any).
 	Queues []v1alpha1.TenantQueue `json:"queues,omitempty"`
+	// Scaling is how an elastic phase's speed depends on its workers
+	// (unset: linear).
+	Scaling *Scaling `json:"scaling,omitempty"`
 }
 
 // NodeFailure removes a node (as when it is deleted or lost) At a time.
@@ -125,6 +128,9 @@ func (sc *Scenario) validate() error {
 	}
 	if len(sc.Workload) == 0 {
 		errs = append(errs, errors.New("workload: at least one pipeline is required"))
+	}
+	if err := sc.Scaling.Validate(); err != nil {
+		errs = append(errs, err)
 	}
 	errs = append(errs, sc.validateQuotas()...)
 	errs = append(errs, sc.validateQueues()...)

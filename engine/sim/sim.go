@@ -144,7 +144,8 @@ type phaseRun struct {
 	nodes   []string
 	since   []time.Duration // per worker: when it started
 	gpus    float64
-	work    float64 // remaining worker-seconds
+	work    float64 // remaining worker-seconds at desired size
+	desired int
 	last    time.Duration
 	ver     int
 	started time.Duration
@@ -157,6 +158,7 @@ type phaseRun struct {
 type simulator struct {
 	opts    Options
 	sc      *Scenario
+	scaling *Scaling
 	now     time.Duration
 	st      *engine.State
 	events  eventqueue.Queue[event]
@@ -187,7 +189,7 @@ func Run(sc *Scenario, opts Options) (*Result, error) {
 		cfg.StarvationBound = time.Duration(1<<63 - 1)
 	}
 	s := &simulator{
-		opts: opts, sc: sc,
+		opts: opts, sc: sc, scaling: sc.Scaling,
 		byName: map[string]*pipeRun{},
 		runs:   map[engine.GangKey]*phaseRun{},
 		dirty:  map[*pipeRun]bool{},
@@ -721,7 +723,7 @@ func (s *simulator) start(p *pipeRun, in phases.Instance, nodes []string) {
 	runtime := p.w.Runtimes[in.Name].Duration
 	r := &phaseRun{
 		p: p, inst: in, key: s.gangKey(p, in), nodes: slices.Clone(nodes),
-		gpus: p.c.gpus[in.Name], work: runtime.Seconds() * float64(ph.Desired()),
+		gpus: p.c.gpus[in.Name], work: runtime.Seconds() * float64(ph.Desired()), desired: int(ph.Desired()),
 		last: s.now, started: s.now, queued: p.queuedAt[in],
 	}
 	r.since = make([]time.Duration, len(nodes))
@@ -760,14 +762,19 @@ func statusIndex(st *v1alpha1.PhasedTrainingStatus, in phases.Instance) int {
 // schedEnd (re)schedules a run's end from its remaining work and workers.
 func (s *simulator) schedEnd(r *phaseRun) {
 	r.ver++
-	left := time.Duration(r.work / float64(len(r.nodes)) * float64(time.Second))
+	left := time.Duration(r.work / s.speed(r) * float64(time.Second))
 	s.push(s.now+max(left, 0), event{kind: evEnd, run: r, ver: r.ver})
+}
+
+// speed is the run's worker-seconds (at desired size) done per second.
+func (s *simulator) speed(r *phaseRun) float64 {
+	return s.scaling.speed(len(r.nodes), r.desired)
 }
 
 // account books the work done since the last change.
 func (s *simulator) account(r *phaseRun) {
 	dt := (s.now - r.last).Seconds()
-	r.work -= dt * float64(len(r.nodes))
+	r.work -= dt * s.speed(r)
 	s.res.BusyGPUSeconds += dt * float64(len(r.nodes)) * r.gpus
 	if r.p.hold != nil {
 		r.p.hold.busy += dt * float64(len(r.nodes)) * r.gpus

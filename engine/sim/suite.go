@@ -29,6 +29,24 @@ type SuiteWorkload struct {
 	Load func() (*Scenario, error)
 }
 
+// WithScaling returns the workloads run under the scaling model s
+// instead of their own.
+func WithScaling(ws []SuiteWorkload, s *Scaling) []SuiteWorkload {
+	out := make([]SuiteWorkload, len(ws))
+	for i, w := range ws {
+		load := w.Load
+		w.Load = func() (*Scenario, error) {
+			sc, err := load()
+			if err == nil {
+				sc.Scaling = s
+			}
+			return sc, err
+		}
+		out[i] = w
+	}
+	return out
+}
+
 // SuiteTolerance is how much worse than the best baseline phasegang may
 // be on a metric before the suite fails it: 1%.
 const SuiteTolerance = 0.01

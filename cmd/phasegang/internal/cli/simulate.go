@@ -36,6 +36,7 @@ type simulateFlags struct {
 	otlp            string
 	suite           bool
 	suiteWorkloads  string
+	efficiency      float64
 }
 
 func newSimulate() *cobra.Command {
@@ -90,6 +91,7 @@ nodeSelector that no node matches, ...) is refused, with the reason.
 	fl.StringVar(&f.otlp, "otlp", "", "export one OpenTelemetry trace per simulated pipeline (virtual timestamps from 2026-01-01) to ENDPOINT: host:port for OTLP/gRPC, http(s)://host:port for OTLP/HTTP; see docs/tracing.md")
 	fl.BoolVar(&f.suite, "suite", false, "run the policy suite (fixed workloads, every policy) and fail where phasegang is >1% worse than the best baseline on makespan, JCT avg or JCT p99; see docs/simulator.md")
 	fl.StringVar(&f.suiteWorkloads, "suite-workloads", "", "with --suite: run only these workloads (comma-separated names)")
+	fl.Float64Var(&f.efficiency, "efficiency-per-doubling", 0, "scaling model: the parallel efficiency an elastic phase keeps each time its workers double, in (0, 1] (1: linear; default: the scenario's scaling, else linear); with --suite, for every workload")
 	fl.StringVar(&f.progress, "progress", "auto", "progress bar on stderr: auto (a terminal, runs over 2s), always, never")
 	return cmd
 }
@@ -100,6 +102,9 @@ func runSimulate(stdout, stderr io.Writer, f *simulateFlags, args []string) erro
 	}
 	sc, err := loadWorkload(stderr, f, args)
 	if err != nil {
+		return err
+	}
+	if sc.Scaling, err = scalingFlag(f, sc.Scaling); err != nil {
 		return err
 	}
 	policies := []sim.Policy{}
@@ -358,4 +363,17 @@ func (b *progressBar) done() {
 	if b.drawn {
 		fmt.Fprintf(b.w, "\r%s\r", strings.Repeat(" ", 70))
 	}
+}
+
+// scalingFlag is the scaling model --efficiency-per-doubling asks for, or
+// def when the flag is not given.
+func scalingFlag(f *simulateFlags, def *sim.Scaling) (*sim.Scaling, error) {
+	if f.efficiency == 0 {
+		return def, nil
+	}
+	s := &sim.Scaling{EfficiencyPerDoubling: f.efficiency}
+	if err := s.Validate(); err != nil {
+		return nil, fmt.Errorf("--efficiency-per-doubling: %w", err)
+	}
+	return s, nil
 }

@@ -53,6 +53,17 @@ func TestSimulate(t *testing.T) {
 				"tiresias-60  60         16    54m33s    54m31s  1.001        1.001 (whole-job)  0.981 (rigid)   1.001 (whole-job)  ok",
 			},
 		},
+		"suite under sub-linear scaling": {
+			args: []string{"simulate", "--suite", "--suite-workloads", "elastic-heavy", "--efficiency-per-doubling", "0.9"},
+			wantStdout: []string{
+				"scaling: efficiency 0.90 per doubling of an elastic phase's workers",
+				"elastic-heavy  30         32    10h27m    8h56m  1.170        0.775 (per-pod)  0.843 (whole-job)  0.632 (rigid)   ok",
+			},
+		},
+		"scaling efficiency out of range": {
+			args: []string{"simulate", "--efficiency-per-doubling", "1.5"}, wantCode: 1,
+			wantStderr: []string{"phasegang: --efficiency-per-doubling: scaling.efficiencyPerDoubling: 1.5 is not in (0, 1] (1 is linear scaling)"},
+		},
 		"suite, a failing workload": {
 			args: []string{"simulate", "--suite", "--suite-workloads", "tiresias-60, wave-burst"}, wantCode: 1,
 			wantStdout: []string{"tiresias-60", "wave-burst   53         256   9h43m     9h02m   1.076        1.061 (per-pod)    0.934 (rigid)   1.061 (per-pod)    FAIL: makespan +6.1% vs per-pod; JCT p99 +6.1% vs per-pod"},

@@ -36,6 +36,14 @@ func runSuite(stdout, stderr io.Writer, f *simulateFlags, args []string) error {
 		}
 		ws = picked
 	}
+	scaling, err := scalingFlag(f, nil)
+	if err != nil {
+		return err
+	}
+	if scaling != nil {
+		ws = sim.WithScaling(ws, scaling)
+		fmt.Fprintf(stdout, "scaling: efficiency %.2f per doubling of an elastic phase's workers\n", scaling.EfficiencyPerDoubling)
+	}
 	start := time.Now()
 	rows, err := sim.RunSuite(ws)
 	if err != nil {

@@ -1,0 +1,74 @@
+package sim
+
+import (
+	"fmt"
+	"math"
+)
+
+// Scaling is how an elastic phase's speed depends on its number of
+// workers. The simulator used to assume linear scaling (n workers run n
+// times as fast as one), which flatters elasticity: a real data-parallel
+// job loses some efficiency each time its worker count doubles
+// (communication, stragglers, a smaller per-worker batch).
+type Scaling struct {
+	// EfficiencyPerDoubling is the parallel efficiency kept per doubling
+	// of the workers: throughput(n) = n · e^log2(n). 1 (or unset) is
+	// linear; 0.9 means 2 workers do 1.8 times the work of one, 4 do
+	// 3.24 times. A phase's runtime is its duration at desired workers
+	// under this model, so it is the same at desired under every model;
+	// only smaller sizes take longer.
+	EfficiencyPerDoubling float64 `json:"efficiencyPerDoubling,omitempty"`
+}
+
+// efficiency is e, 1 when unset.
+func (sc *Scaling) efficiency() float64 {
+	if sc == nil || sc.EfficiencyPerDoubling == 0 {
+		return 1
+	}
+	return sc.EfficiencyPerDoubling
+}
+
+// throughput is n workers' speed relative to one worker's.
+func (sc *Scaling) throughput(n float64) float64 {
+	if n <= 0 {
+		return 0
+	}
+	e := sc.efficiency()
+	if e == 1 {
+		return n
+	}
+	return n * math.Pow(e, math.Log2(n))
+}
+
+// speed is how many worker-seconds at desired size n workers do per
+// second: n under linear scaling, desired at desired under any.
+func (sc *Scaling) speed(n, desired int) float64 {
+	if sc.efficiency() == 1 || n == desired {
+		return float64(n)
+	}
+	return float64(desired) * sc.throughput(float64(n)) / sc.throughput(float64(desired))
+}
+
+// boundWidth is the width the lower bound charges a phase of min..desired
+// workers with: the phase's least resource-time is at min workers (per
+// worker efficiency only falls as workers are added), and measured in
+// min-size resource-seconds it progresses at most as fast as
+// min · throughput(desired)/throughput(min) workers' worth. Under linear
+// scaling that is desired.
+func (sc *Scaling) boundWidth(min, desired int) float64 {
+	if sc.efficiency() == 1 || min == desired {
+		return float64(desired)
+	}
+	return float64(min) * sc.throughput(float64(desired)) / sc.throughput(float64(min))
+}
+
+// Validate checks the model; the error names the scenario field.
+func (sc *Scaling) Validate() error {
+	if sc == nil {
+		return nil
+	}
+	if e := sc.EfficiencyPerDoubling; e < 0 || e > 1 || math.IsNaN(e) {
+		return fmt.Errorf("scaling.efficiencyPerDoubling: %v is not in (0, 1] (1 is linear scaling)", e)
+	}
+	return nil
+}
