@@ -165,6 +165,9 @@ func (s *State) cycle(now time.Time) Plan {
 	}
 	plan.Fence = s.fence
 
+	// Lenders' gangs past their reclaim grace period take their quota
+	// back from the cohort's borrowers (preempt.go).
+	s.preempt(&plan, now, reclaiming)
 	s.grow(&plan, blocked, reserved, quotaHeads, queueHeads, reclaiming)
 	if !s.cfg.SkipWaiting {
 		s.explain(&plan, now, blocked, backoff, held, fenced != nil)
