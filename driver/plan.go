@@ -97,7 +97,7 @@ func ApplyPlan(plan engine.Plan, d *Demand, now time.Time, changes Changes) {
 // Requeues says whether a release is the cluster's fault, not the job's:
 // the gang is released whole and the same attempt queued again.
 func Requeues(r engine.ReleaseReason) bool {
-	return r == engine.ReleaseNodeLost || r == engine.ReleaseDisplaced
+	return r == engine.ReleaseNodeLost || r == engine.ReleaseDisplaced || r == engine.ReleasePreempted
 }
 
 // applyRequeue queues the same attempt again for a fresh gang: a lost
@@ -107,8 +107,11 @@ func Requeues(r engine.ReleaseReason) bool {
 func applyRequeue(c *Change, i int, rel engine.Release, stamp metav1.Time) {
 	ps := &c.Status.Phases[i]
 	typ, reason := v1alpha1.PhaseEventNodeLost, "NodeLost"
-	if rel.Reason == engine.ReleaseDisplaced {
+	switch rel.Reason {
+	case engine.ReleaseDisplaced:
 		typ, reason = v1alpha1.PhaseEventDisplaced, "Displaced"
+	case engine.ReleasePreempted:
+		typ, reason = v1alpha1.PhaseEventPreempted, "Preempted"
 	}
 	ps.AddHistory(v1alpha1.PhaseEvent{Time: stamp, Type: typ, Message: rel.Message})
 	ps.State, ps.Message = v1alpha1.PhaseQueued, rel.Message+"; the gang was released and queued again"

@@ -210,6 +210,27 @@ func TestApplyPlan(t *testing.T) {
 					"phase train: node n2 can no longer hold its reserved workers: pod web/x, which phasegang does not manage, took the capacity (short by cpu: 1); no other node fits worker 1; gang released and queued again")},
 			}},
 		},
+		// Preempted to give borrowed quota back to its lender: the
+		// same attempt queued again, like a lost node, with who and why.
+		"a Preempted release queues the same attempt again": {
+			pts: []*v1alpha1.PhasedTraining{wrappers.MakePT("job").Phase("train", 2).Desired(4).Status(runningOn("n1", "n2")).Obj()},
+			plan: engine.Plan{Releases: []engine.Release{{Gang: gang("job", "train"), Reason: engine.ReleasePreempted,
+				Message: "preempted: queue team-b reclaims the nvidia.com/gpu its cohort research borrowed for b/eval/train"}}},
+			want: map[string]wantChange{"ns/job": {
+				Phases: []v1alpha1.PhaseStatus{{
+					Name: "train", State: v1alpha1.PhaseQueued,
+					Message:    "preempted: queue team-b reclaims the nvidia.com/gpu its cohort research borrowed for b/eval/train; the gang was released and queued again",
+					Workers:    v1alpha1.WorkerCounts{Min: 2, Desired: 4},
+					QueuedTime: &stamp,
+					History: []v1alpha1.PhaseEvent{{Time: stamp, Type: v1alpha1.PhaseEventPreempted,
+						Message: "preempted: queue team-b reclaims the nvidia.com/gpu its cohort research borrowed for b/eval/train"}},
+				}},
+				Conditions: queuedConds("queued: train"),
+				State:      v1alpha1.PipelineQueued,
+				Events: []Event{warning("Preempted", "Schedule",
+					"phase train: preempted: queue team-b reclaims the nvidia.com/gpu its cohort research borrowed for b/eval/train; gang released and queued again")},
+			}},
+		},
 		"a Move gives the moved workers their new nodes and keeps the rest": {
 			pts: []*v1alpha1.PhasedTraining{wrappers.MakePT("job").Phase("train", 2).Desired(4).Status(runningOn("n1", "n2")).Obj()},
 			plan: engine.Plan{Moves: []engine.Move{{Gang: gang("job", "train"), Reason: engine.MoveDisplaced,

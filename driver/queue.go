@@ -10,7 +10,8 @@ import (
 // Queues turns the cluster's TenantQueues into the engine's: each
 // resource's nominal quota and limits in milli-units (a limit the spec
 // leaves unset stays nil: no limit), the fair-sharing weight in
-// milli-units, and reclaimWithinCohort. Queues being deleted are left
+// milli-units, reclaimWithinCohort, and reclaimGracePeriod (unset: never
+// preempt, reclaim at phase boundaries only). Queues being deleted are left
 // out: their pipelines wait, as for a queue that does not exist.
 func Queues(tqs []v1alpha1.TenantQueue) []engine.Queue {
 	var out []engine.Queue
@@ -37,6 +38,10 @@ func Queues(tqs []v1alpha1.TenantQueue) []engine.Queue {
 		}
 		if p := tq.Spec.Preemption; p != nil {
 			q.Reclaim = engine.ReclaimPolicy(p.ReclaimWithinCohort)
+			if p.ReclaimGracePeriod != nil {
+				g := p.ReclaimGracePeriod.Duration
+				q.ReclaimGrace = &g
+			}
 		}
 		out = append(out, q)
 	}

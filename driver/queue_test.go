@@ -2,6 +2,7 @@ package driver
 
 import (
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -17,13 +18,14 @@ func TestQueues(t *testing.T) {
 	got := Queues([]v1alpha1.TenantQueue{
 		wrappers.MakeQueue("team-a").Cohort("research").
 			Nominal("nvidia.com/gpu", "8").Borrowing("4").Lending("6").
-			Nominal("cpu", "1500m").Weight("2").Reclaim(v1alpha1.PreemptAny).Obj(),
+			Nominal("cpu", "1500m").Weight("2").Reclaim(v1alpha1.PreemptAny).ReclaimGrace(90 * time.Second).Obj(),
 		wrappers.MakeQueue("default").Nominal("pods", "10").Obj(),
 		deleting,
 	})
 	v := func(milli int64) *int64 { return &milli }
+	grace := 90 * time.Second
 	want := []engine.Queue{
-		{Name: "team-a", Cohort: "research", Weight: 2000, Reclaim: engine.ReclaimAny, Resources: map[engine.ResourceName]engine.QueueQuota{
+		{Name: "team-a", Cohort: "research", Weight: 2000, Reclaim: engine.ReclaimAny, ReclaimGrace: &grace, Resources: map[engine.ResourceName]engine.QueueQuota{
 			"nvidia.com/gpu": {Nominal: 8000, BorrowingLimit: v(4000), LendingLimit: v(6000)},
 			"cpu":            {Nominal: 1500},
 		}},

@@ -85,6 +85,9 @@ func (s *State) cycle(now time.Time) Plan {
 	}
 	plan.Fence = s.fence
 
+	// Lenders' gangs past their reclaim grace period take their quota
+	// back from the cohort's borrowers (preempt.go).
+	s.preempt(&plan, now, a.reclaiming)
 	s.grow(&plan, a.blocked, a.reserved, a.quotaHeads, a.queueHeads, a.reclaiming)
 	if !s.cfg.SkipWaiting {
 		s.explain(&plan, now, a.blocked, a.backoff, a.held, a.fenced != nil)

@@ -54,6 +54,11 @@ type Queue struct {
 	// Reclaim says whether the queue takes back lent quota when one of
 	// its gangs waits for its nominal quota, and from whom.
 	Reclaim ReclaimPolicy
+	// ReclaimGrace, if set, is how long a gang of the queue waits for its
+	// nominal quota, lent to the cohort, before the cohort's borrowing
+	// gangs are preempted to give it back (preempt.go); nil: never, the
+	// quota comes back at the borrowers' phase boundaries only.
+	ReclaimGrace *time.Duration
 }
 
 // QueueQuota is a queue's quota of one resource, in milli-units.

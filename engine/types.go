@@ -223,6 +223,10 @@ type Plan struct {
 	// Queues reports each tenant queue's use after the cycle, in name
 	// order (empty without queues, or with Config.SkipWaiting).
 	Queues []QueueUsage
+	// Preemptions are whole borrowing gangs stopped to give quota back to
+	// a lender whose gang waited past its reclaimGracePeriod (preempt.go);
+	// each is in Releases too, with reason ReleasePreempted.
+	Preemptions []Preemption
 }
 
 // Release drops a whole grant.

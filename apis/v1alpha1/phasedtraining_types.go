@@ -466,7 +466,7 @@ type PhaseEvent struct {
 }
 
 // PhaseEventType says what a PhaseEvent records.
-// +kubebuilder:validation:Enum=Reserved;Grow;Shrink;StartTimeout;FailedCreate;WorkerLost;NodeLost;Retry;Moved;Displaced;Refused
+// +kubebuilder:validation:Enum=Reserved;Grow;Shrink;StartTimeout;FailedCreate;WorkerLost;NodeLost;Retry;Moved;Displaced;Refused;Preempted
 type PhaseEventType string
 
 // Phase event types.
@@ -506,6 +506,11 @@ const (
 	// PhaseEventRefused: kube-scheduler refused a worker on its reserved
 	// node and no other node fits it now; it stays reserved there.
 	PhaseEventRefused PhaseEventType = "Refused"
+	// PhaseEventPreempted: the gang borrowed quota of its tenant queue's
+	// cohort and was preempted whole to give it back to a lender whose
+	// gang waited past its reclaimGracePeriod; message names the lender
+	// and the waiting gang. The same attempt was queued again.
+	PhaseEventPreempted PhaseEventType = "Preempted"
 )
 
 // WorkerCounts counts a gang's workers.

@@ -96,9 +96,9 @@ type TenantQueueSpec struct {
 	FairSharing *FairSharing `json:"fairSharing,omitempty"`
 
 	// preemption says what the queue may take back, and from whom, when
-	// its gangs wait. Only reclaimWithinCohort is acted on so far, and
-	// only at phase boundaries (see docs/queues.md); no running gang is
-	// preempted yet.
+	// its gangs wait. Only reclaimWithinCohort is acted on so far: at
+	// phase boundaries, and past reclaimGracePeriod by preempting
+	// borrowing gangs whole (see docs/queues.md).
 	// +optional
 	Preemption *QueuePreemption `json:"preemption,omitempty"`
 }
@@ -193,15 +193,19 @@ type QueuePreemption struct {
 	// from gangs of lower priority than the waiting one; Any). Today the
 	// quota is taken back at phase boundaries only: while one of this
 	// queue's gangs waits for its nominal quota, a borrowing queue's next
-	// phase is not admitted on borrowed quota. Running gangs are not
-	// preempted yet.
+	// phase is not admitted on borrowed quota. With reclaimGracePeriod
+	// set, borrowing gangs still running after it are preempted whole.
 	// +optional
 	// +kubebuilder:default=Never
 	ReclaimWithinCohort PreemptionPolicy `json:"reclaimWithinCohort,omitempty"`
 
-	// reclaimGracePeriod is how long the queue will wait for borrowed
-	// gangs to end on their own before preempting them. Preemption is not
-	// built yet, so today it is recorded only. A duration such as 90s,
+	// reclaimGracePeriod is how long a gang of the queue waits (from when
+	// it was queued) for the nominal quota its cohort borrowed before the
+	// borrowing gangs are preempted whole to give it back: their pods are
+	// deleted with their normal grace period and their phases queued
+	// again as the same attempt. Unset: nothing is preempted; the quota
+	// comes back at the borrowers' phase boundaries only. Needs
+	// reclaimWithinCohort LowerPriority or Any. A duration such as 0s, 90s,
 	// 30m or 1h30m.
 	// +optional
 	// +kubebuilder:validation:Type=string

@@ -1,6 +1,8 @@
 package wrappers
 
 import (
+	"time"
+
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -54,6 +56,15 @@ func (b *TQ) Reclaim(p v1alpha1.PreemptionPolicy) *TQ {
 		b.q.Spec.Preemption = &v1alpha1.QueuePreemption{}
 	}
 	b.q.Spec.Preemption.ReclaimWithinCohort = p
+	return b
+}
+
+// ReclaimGrace sets spec.preemption.reclaimGracePeriod.
+func (b *TQ) ReclaimGrace(d time.Duration) *TQ {
+	if b.q.Spec.Preemption == nil {
+		b.q.Spec.Preemption = &v1alpha1.QueuePreemption{}
+	}
+	b.q.Spec.Preemption.ReclaimGracePeriod = &metav1.Duration{Duration: d}
 	return b
 }
 
