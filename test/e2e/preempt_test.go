@@ -1,0 +1,124 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/phasegang/phasegang/apis/v1alpha1"
+	"github.com/phasegang/phasegang/internal/wrappers"
+)
+
+// Two teams' queues of 4 GPUs each in one cohort, on 8 GPUs. Team A's two
+// 4-worker pipelines run on all 8, borrowing team B's idle 4. Team B
+// submits: past B's 2-second reclaimGracePeriod the engine preempts one of
+// A's gangs whole (the younger), B's gang runs, and A's preempted gang
+// queues again as the same attempt and runs once B's ends. At every
+// sampled instant each Running phase holds its whole gang and the bound
+// pods fit the 8 GPUs.
+func TestPreemptionReclaimsBorrowedGangs(t *testing.T) {
+	ns := namespace(t)
+	sfx := ns[strings.LastIndex(ns, "-")+1:]
+	qa, qb, cohort := "team-a-"+sfx, "team-b-"+sfx, "research-"+sfx
+	nodes(t, "pool-preempt", 2, 4)
+	createQueue(t, wrappers.MakeQueue(qa).Cohort(cohort).Nominal("nvidia.com/gpu", "4").Obj())
+	createQueue(t, wrappers.MakeQueue(qb).Cohort(cohort).Nominal("nvidia.com/gpu", "4").
+		Reclaim(v1alpha1.PreemptAny).ReclaimGrace(2*time.Second).Obj())
+
+	a1 := makePT(ns, "team-a-1").queue(qa).phase("train", 4, 4, worker("pool-preempt", 1, 25, "")).create(t)
+	waitState(t, a1, v1alpha1.PipelineRunning, 20*time.Second)
+	a2 := makePT(ns, "team-a-2").queue(qa).phase("train", 4, 4, worker("pool-preempt", 1, 25, "")).create(t)
+	waitState(t, a2, v1alpha1.PipelineRunning, 20*time.Second)
+
+	submitted := time.Now()
+	b := makePT(ns, "team-b").queue(qb).phase("train", 4, 4, worker("pool-preempt", 1, 5, "")).create(t)
+	sampleWholeGangs(t, ns, 8, 90*time.Second, func() bool {
+		return get(t, a1).Status.State == v1alpha1.PipelineSucceeded &&
+			get(t, a2).Status.State == v1alpha1.PipelineSucceeded &&
+			get(t, b).Status.State == v1alpha1.PipelineSucceeded
+	})
+
+	// The younger of A's gangs was preempted whole, once, and ran again
+	// as the same attempt; the older ran undisturbed.
+	victim := get(t, a2).Status.Phases[0]
+	var preempted *v1alpha1.PhaseEvent
+	for i, h := range victim.History {
+		if h.Type == v1alpha1.PhaseEventPreempted {
+			preempted = &victim.History[i]
+		}
+	}
+	if preempted == nil {
+		t.Fatalf("team-a-2's gang was not preempted: %+v", victim.History)
+	}
+	if !strings.Contains(preempted.Message, "queue "+qb+" reclaims") || !strings.Contains(preempted.Message, cohort) {
+		t.Errorf("the Preempted record does not name the reclaiming queue and cohort: %q", preempted.Message)
+	}
+	if victim.Attempt != 0 {
+		t.Errorf("the preempted gang ran as attempt %d, want the same attempt 0 (a preemption spends no retry)", victim.Attempt)
+	}
+	after := preempted.Time.Sub(submitted)
+	t.Logf("team-a-2 preempted %v after team B submitted", after)
+	if after > 15*time.Second {
+		t.Errorf("preempted %v after team B submitted, want within the 2s grace plus a scheduling cycle or two", after)
+	}
+	for _, h := range get(t, a1).Status.Phases[0].History {
+		if h.Type == v1alpha1.PhaseEventPreempted {
+			t.Errorf("team-a-1 (the older gang) was preempted too: %+v", h)
+		}
+	}
+	eventuallyEvent(t, ns, "Preempted", "queue "+qb+" reclaims")
+	if reserved := get(t, b).Status.Phases[0].History; len(reserved) == 0 || reserved[0].Workers != 4 {
+		t.Errorf("team B's gang was not reserved whole: %+v", reserved)
+	}
+}
+
+// sampleWholeGangs polls until done or the timeout, failing if a Running
+// phase ever holds less than its whole gang or the bound, unfinished
+// worker pods ask for more than gpus GPUs.
+func sampleWholeGangs(t *testing.T, ns string, gpus int, timeout time.Duration, done func() bool) {
+	t.Helper()
+	for end := time.Now().Add(timeout); ; time.Sleep(300 * time.Millisecond) {
+		if time.Now().After(end) {
+			t.Fatalf("not finished within %v", timeout)
+		}
+		var list v1alpha1.PhasedTrainingList
+		if err := k8s.List(context.Background(), &list, client.InNamespace(ns)); err != nil {
+			t.Fatal(err)
+		}
+		for _, pt := range list.Items {
+			for _, p := range pt.Status.Phases {
+				if p.State == v1alpha1.PhaseRunning && int32(len(p.Assignments)) < p.Workers.Min {
+					t.Fatalf("%s phase %s is Running holding a partial gang: %d workers assigned, min %d", pt.Name, p.Name, len(p.Assignments), p.Workers.Min)
+				}
+			}
+		}
+		if used := boundGPUs(t, ns); used > gpus {
+			t.Fatalf("bound worker pods hold %d GPUs, more than the %d the nodes have", used, gpus)
+		}
+		if done() {
+			return
+		}
+	}
+}
+
+// boundGPUs sums the GPUs of worker pods bound to a node and not finished.
+func boundGPUs(t *testing.T, ns string) int {
+	t.Helper()
+	n := 0
+	for _, p := range pods(t, ns, map[string]string{"phasegang.dev/managed": "true"}) {
+		if p.Spec.NodeName == "" || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+			continue
+		}
+		for _, c := range p.Spec.Containers {
+			q := c.Resources.Requests["nvidia.com/gpu"]
+			n += int(q.Value())
+		}
+	}
+	return n
+}
