@@ -462,6 +462,17 @@ func (s *State) fenceFor(head *gangReq, c *nodeClass) []bool {
 	return mask
 }
 
+// orderQueue names the tenant queue whose order a gang's Wait.Ahead
+// counts: its own when queues exist, "" (the whole cluster) when none do.
+// Across queues the order is by fair share and shifts as gangs run, so a
+// count across them would promise a place the gang does not have.
+func (s *State) orderQueue(gr *gangReq) string {
+	if len(s.queues) == 0 {
+		return ""
+	}
+	return queueName(&gr.req)
+}
+
 // explain builds a Wait for every gang that is still queued.
 func (s *State) explain(plan *Plan, now time.Time, blocked, backoff, held []*gangReq, starving bool) {
 	type stats struct {
@@ -469,7 +480,11 @@ func (s *State) explain(plan *Plan, now time.Time, blocked, backoff, held []*gan
 		nodes        int
 	}
 	cache := map[string]stats{}
-	for ahead, gr := range blocked {
+	aheadIn := map[string]int{}
+	for _, gr := range blocked {
+		queue := s.orderQueue(gr)
+		ahead := aheadIn[queue]
+		aheadIn[queue]++
 		c := s.class(gr)
 		key := gr.classKey + "\x00" + gr.fpKey + "\x00" + itoa(gr.req.Min)
 		st, ok := cache[key]
@@ -486,12 +501,12 @@ func (s *State) explain(plan *Plan, now time.Time, blocked, backoff, held []*gan
 			cache[key] = st
 		}
 		w := Wait{
-			Gang: gr.req.Gang, Reason: WaitCapacity, Ahead: ahead,
+			Gang: gr.req.Gang, Reason: WaitCapacity, Ahead: ahead, AheadIn: queue,
 			Min: gr.req.Min, Footprint: gr.req.Footprint,
 			FitNow: int32(min(st.fit, int64(gr.req.Min))), NodesWithRoom: st.nodes, LargestBlock: int32(st.largest),
 			MatchingNodes: len(c.nodes),
 		}
-		if ahead == 0 {
+		if gr == blocked[0] {
 			w.Starving = starving
 		} else if starving && st.fit >= int64(gr.req.Min) {
 			w.Reason = WaitBehindHead

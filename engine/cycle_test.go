@@ -77,7 +77,7 @@ func TestAllOrNothingWaitExplains(t *testing.T) {
 		t.Fatalf("want 2 waits, got %+v", plan.Waiting)
 	}
 	w := plan.Waiting[1]
-	want := "needs 8 × {nvidia.com/gpu: 1} at once on 2 matching nodes; 7 fit now across 2 nodes, largest block 4; 1 gang ahead"
+	want := "needs 8 × {nvidia.com/gpu: 1} at once on 2 matching nodes; 7 fit now across 2 nodes, largest block 4; 1 gang ahead (younger gangs that fit may start first until the head waits past the starvation bound)"
 	if got := w.Message(); got != want {
 		t.Errorf("message:\n got %q\nwant %q", got, want)
 	}

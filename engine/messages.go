@@ -68,11 +68,17 @@ func (w Wait) Message() string {
 		fmt.Fprintf(&b, " across %d nodes, largest block %d", w.NodesWithRoom, w.LargestBlock)
 	}
 	fmt.Fprintf(&b, "; %d %s ahead", w.Ahead, plural(w.Ahead, "gang", "gangs"))
+	if w.AheadIn != "" {
+		fmt.Fprintf(&b, " in queue %s", w.AheadIn)
+	}
 	switch {
 	case w.Starving:
 		b.WriteString("; past its starvation bound: nodes are draining for it")
 	case w.Reason == WaitBehindHead:
 		b.WriteString("; it would fit, but the free nodes are draining for the queue's starving head")
+	default:
+		// Backfill: the count is a place in the order, not a promise.
+		b.WriteString(" (younger gangs that fit may start first until the head waits past the starvation bound)")
 	}
 	return b.String()
 }

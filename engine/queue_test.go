@@ -324,3 +324,40 @@ func TestQueueDocsExample(t *testing.T) {
 		t.Errorf("a 16-GPU gang: %+v, want Infeasible %q", plan.Infeasible, want)
 	}
 }
+
+// Wait.Ahead is a place in the gang's own queue's order: with tenant
+// queues the gangs of another queue are not counted (the order across
+// queues follows fair share and shifts as gangs run), and the message
+// says younger gangs that fit may still start first (backfill), which a
+// bare count would hide: the gangs told "0 gangs ahead" are overtaken by
+// two younger gangs that fit.
+func TestWaitAheadCountsTheGangsOwnQueue(t *testing.T) {
+	nodes := []Node{gpuNode("a", 4), gpuNode("b", 4)}
+	queues := []Queue{gpuQueue("team-a", "", 16), gpuQueue("team-b", "", 16)}
+	queue := []Request{
+		inQueue("team-a", "a-big", 8, 8, 0), inQueue("team-b", "b-big", 8, 8, 1),
+		inQueue("team-a", "a-next", 8, 8, 2), inQueue("team-b", "b-small", 3, 3, 3), inQueue("team-a", "a-small", 3, 3, 4),
+	}
+	ledger := []Grant{{Request: inQueue("team-b", "running", 1, 1, -1), Workers: []string{"a"}}}
+	plan := Schedule(DefaultConfig(), Snapshot{Now: t0, Nodes: nodes, Ledger: ledger, Queue: queue, Queues: queues})
+	if got := reserved(plan); got != "ns/a-small,ns/b-small" {
+		t.Fatalf("reserved %q, want both younger small gangs to backfill", got)
+	}
+	cases := map[string]struct {
+		ahead int
+		in    string
+	}{"ns/a-big": {0, "team-a"}, "ns/b-big": {0, "team-b"}, "ns/a-next": {1, "team-a"}}
+	for p, want := range cases {
+		w := waitOf(plan, p)
+		if w == nil {
+			t.Fatalf("%s has no Wait: %+v", p, plan.Waiting)
+		}
+		if w.Ahead != want.ahead || w.AheadIn != want.in {
+			t.Errorf("%s: %d ahead in %q, want %d in %q", p, w.Ahead, w.AheadIn, want.ahead, want.in)
+		}
+	}
+	want := "needs 8 × {nvidia.com/gpu: 1} at once on 2 matching nodes; 1 fit now across 1 nodes, largest block 1; 1 gang ahead in queue team-a (younger gangs that fit may start first until the head waits past the starvation bound)"
+	if got := waitOf(plan, "ns/a-next").Message(); got != want {
+		t.Errorf("message:\n got %q\nwant %q", got, want)
+	}
+}

@@ -342,8 +342,14 @@ const (
 type Wait struct {
 	Gang   GangKey
 	Reason WaitReason
-	// Ahead is how many queued gangs are ahead of this one.
-	Ahead int
+	// Ahead is how many gangs waiting for capacity are ahead of this one
+	// in its queue's order (priority, then pipeline age); AheadIn names
+	// that queue, "" when no tenant queue exists (the whole cluster).
+	// It is a place in the order, not a bound on when the gang starts:
+	// younger gangs that fit free capacity may start first (backfill)
+	// until the gang at the head waits past the starvation bound.
+	Ahead   int
+	AheadIn string
 	// Min is the number of workers needed at once; Footprint is one worker's.
 	Min       int32
 	Footprint ResourceList
