@@ -22,6 +22,18 @@ type Metrics struct {
 	Moved      prometheus.Counter
 	Displaced  prometheus.Counter
 	Infeasible prometheus.Gauge
+	// Per tenant queue, as the cycle leaves it: quota, use and borrowing
+	// per resource (in the resource's units: GPUs, cores, bytes), gangs
+	// admitted and pending, and gangs preempted from the queue.
+	QueueNominal  *prometheus.GaugeVec
+	QueueUsed     *prometheus.GaugeVec
+	QueueBorrowed *prometheus.GaugeVec
+	QueueAdmitted *prometheus.GaugeVec
+	QueuePending  *prometheus.GaugeVec
+	QueuePreempts *prometheus.CounterVec
+	// queues are the queues the gauges were last set for, so a deleted
+	// queue's series go away instead of freezing at their last value.
+	queues map[string][]string
 }
 
 // NewMetrics creates the metrics and registers them with reg (the
@@ -52,10 +64,69 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "phasegang_displaced_gangs_total", Help: "Gangs released and queued again because a pod phasegang does not manage took capacity of their unbound workers and no other node fit them."}),
 		Infeasible: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "phasegang_infeasible_gangs", Help: "Queued gangs that cannot fit even in the empty cluster."}),
+		QueueNominal: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "phasegang_tenantqueue_nominal", Help: "A TenantQueue's nominal quota of a resource (GPUs, cores, bytes)."}, []string{"queue", "resource"}),
+		QueueUsed: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "phasegang_tenantqueue_used", Help: "What a TenantQueue's granted gangs hold of a resource, borrowed quota included."}, []string{"queue", "resource"}),
+		QueueBorrowed: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "phasegang_tenantqueue_borrowed", Help: "What a TenantQueue uses of a resource beyond its nominal quota, lent by its cohort."}, []string{"queue", "resource"}),
+		QueueAdmitted: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "phasegang_tenantqueue_admitted_gangs", Help: "A TenantQueue's gangs holding a grant."}, []string{"queue"}),
+		QueuePending: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "phasegang_tenantqueue_pending_gangs", Help: "A TenantQueue's gangs waiting for a first grant."}, []string{"queue"}),
+		QueuePreempts: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "phasegang_tenantqueue_preempted_gangs_total", Help: "Gangs of a TenantQueue preempted whole to give borrowed quota back to a lender of its cohort."}, []string{"queue"}),
+		queues: map[string][]string{},
 	}
-	reg.MustRegister(m.QueueLength, m.Wait, m.ReservedGPUs, m.UsedGPUs, m.Grants, m.Releases, m.Shrinks, m.Moved, m.Displaced, m.Infeasible)
+	reg.MustRegister(m.QueueLength, m.Wait, m.ReservedGPUs, m.UsedGPUs, m.Grants, m.Releases, m.Shrinks, m.Moved, m.Displaced, m.Infeasible,
+		m.QueueNominal, m.QueueUsed, m.QueueBorrowed, m.QueueAdmitted, m.QueuePending, m.QueuePreempts)
 	return m
 }
+
+// observeQueues sets the per-queue gauges from the cycle's queue use,
+// drops the series of queues that no longer exist, and counts the
+// cycle's preemptions against the victims' queues.
+func (m *Metrics) observeQueues(usage []engine.QueueUsage, preemptions []engine.Preemption) {
+	seen := map[string][]string{}
+	for _, u := range usage {
+		var names []string
+		for name, v := range u.Nominal {
+			res := string(name)
+			names = append(names, res)
+			m.QueueNominal.WithLabelValues(u.Name, res).Set(units(v))
+			m.QueueUsed.WithLabelValues(u.Name, res).Set(units(u.Used[name]))
+			m.QueueBorrowed.WithLabelValues(u.Name, res).Set(units(u.Borrowed[name]))
+		}
+		m.QueueAdmitted.WithLabelValues(u.Name).Set(float64(u.Admitted))
+		m.QueuePending.WithLabelValues(u.Name).Set(float64(u.Pending))
+		seen[u.Name] = names
+	}
+	for q, names := range m.queues {
+		kept := map[string]bool{}
+		for _, n := range seen[q] {
+			kept[n] = true
+		}
+		for _, n := range names {
+			if !kept[n] {
+				m.QueueNominal.DeleteLabelValues(q, n)
+				m.QueueUsed.DeleteLabelValues(q, n)
+				m.QueueBorrowed.DeleteLabelValues(q, n)
+			}
+		}
+		if _, ok := seen[q]; !ok {
+			m.QueueAdmitted.DeleteLabelValues(q)
+			m.QueuePending.DeleteLabelValues(q)
+			m.QueuePreempts.DeleteLabelValues(q)
+		}
+	}
+	m.queues = seen
+	for _, p := range preemptions {
+		m.QueuePreempts.WithLabelValues(p.Queue).Inc()
+	}
+}
+
+// units turns an engine quantity (thousandths) into the resource's units.
+func units(v int64) float64 { return float64(v) / 1000 }
 
 const gpu engine.ResourceName = "nvidia.com/gpu"
 
@@ -75,9 +146,10 @@ func (m *Metrics) observeSnapshot(snap engine.Snapshot, plan engine.Plan) {
 	for _, n := range snap.Nodes {
 		used += n.Used[gpu]
 	}
-	m.ReservedGPUs.Set(float64(reserved) / 1000)
-	m.UsedGPUs.Set(float64(used) / 1000)
+	m.ReservedGPUs.Set(units(reserved))
+	m.UsedGPUs.Set(units(used))
 	m.Infeasible.Set(float64(len(plan.Infeasible)))
+	m.observeQueues(plan.Queues, plan.Preemptions)
 	for _, mv := range plan.Moves {
 		m.Moved.Add(float64(len(mv.Workers)))
 	}

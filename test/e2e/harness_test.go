@@ -108,8 +108,9 @@ func run(m *testing.M) int {
 type controllerProcess struct {
 	cmd *exec.Cmd
 	log *os.File
-	// probes is the address of its /healthz and /readyz.
-	probes string
+	// probes is the address of its /healthz and /readyz; metrics of its
+	// /metrics.
+	probes, metrics string
 }
 
 var starts int
@@ -121,15 +122,15 @@ func startController() *controllerProcess {
 	if err != nil {
 		panic(err)
 	}
-	probes := "127.0.0.1:" + freePort()
-	cmd := exec.Command(binary, "controller", "--metrics-bind-address", "127.0.0.1:"+freePort(),
+	probes, metrics := "127.0.0.1:"+freePort(), "127.0.0.1:"+freePort()
+	cmd := exec.Command(binary, "controller", "--metrics-bind-address", metrics,
 		"--health-probe-bind-address", probes, "--resync", "1s", "--starvation-bound", "1m")
 	cmd.Stdout, cmd.Stderr = f, f
 	cmd.Env = append(os.Environ(), extraControllerEnv...)
 	if err := cmd.Start(); err != nil {
 		panic(err)
 	}
-	return &controllerProcess{cmd: cmd, log: f, probes: probes}
+	return &controllerProcess{cmd: cmd, log: f, probes: probes, metrics: metrics}
 }
 
 // extraControllerEnv is added to the controller's environment (tracing).

@@ -4,6 +4,9 @@ package e2e
 
 import (
 	"context"
+	"fmt"
+	"io"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -76,6 +79,33 @@ func TestPreemptionReclaimsBorrowedGangs(t *testing.T) {
 	if reserved := get(t, b).Status.Phases[0].History; len(reserved) == 0 || reserved[0].Workers != 4 {
 		t.Errorf("team B's gang was not reserved whole: %+v", reserved)
 	}
+	// The controller's /metrics counts the preemption against team A's
+	// queue, and shows both queues' quota.
+	body := scrape(t)
+	for _, want := range []string{
+		fmt.Sprintf(`phasegang_tenantqueue_preempted_gangs_total{queue=%q} 1`, qa),
+		fmt.Sprintf(`phasegang_tenantqueue_nominal{queue=%q,resource="nvidia.com/gpu"} 4`, qb),
+		fmt.Sprintf(`phasegang_tenantqueue_used{queue=%q,resource="nvidia.com/gpu"} 0`, qa),
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+}
+
+// scrape returns the controller's /metrics text.
+func scrape(t *testing.T) string {
+	t.Helper()
+	resp, err := http.Get("http://" + controller.metrics + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }
 
 // sampleWholeGangs polls until done or the timeout, failing if a Running
