@@ -244,41 +244,15 @@ func relevantUpdate(oldObj, newObj any) bool {
 
 // view reads the caches, with assumed statuses laid over stale entries.
 func (s *Scheduler) view(ctx context.Context) (clusterView, error) {
-	var v clusterView
 	// Nodes, pods and PhasedTrainings are only read (buildSnapshot copies
 	// what it keeps, a change deep-copies the status it edits, write
 	// deep-copies the object), so they are listed without the cache's
 	// deep copy: on a 1,000-node cluster with thousands of pods that copy
 	// was most of a cycle's cost, and a PhasedTraining's pod templates
 	// then most of the rest.
-	var nodes corev1.NodeList
-	if err := s.Client.List(ctx, &nodes, client.UnsafeDisableDeepCopy); err != nil {
+	v, pts, err := listCluster(ctx, s.Client, client.UnsafeDisableDeepCopy)
+	if err != nil {
 		return v, err
-	}
-	var pods corev1.PodList
-	if err := s.Client.List(ctx, &pods, client.UnsafeDisableDeepCopy); err != nil {
-		return v, err
-	}
-	var pts v1alpha1.PhasedTrainingList
-	if err := s.Client.List(ctx, &pts, client.UnsafeDisableDeepCopy); err != nil {
-		return v, err
-	}
-	var classes schedulingv1.PriorityClassList
-	if err := s.Client.List(ctx, &classes); err != nil {
-		return v, err
-	}
-	var quotas corev1.ResourceQuotaList
-	if err := s.Client.List(ctx, &quotas, client.UnsafeDisableDeepCopy); err != nil {
-		return v, err
-	}
-	var queues v1alpha1.TenantQueueList
-	if err := s.Client.List(ctx, &queues); err != nil {
-		return v, err
-	}
-	v.Nodes, v.Pods, v.Quotas, v.Queues = nodes.Items, pods.Items, quotas.Items, queues.Items
-	v.Priorities = map[string]int32{}
-	for _, c := range classes.Items {
-		v.Priorities[c.Name] = c.Value
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -318,6 +292,59 @@ func (s *Scheduler) view(ctx context.Context) (clusterView, error) {
 		}
 	}
 	return v, nil
+}
+
+// listCluster lists what a cycle reads (opts go to the lists that are
+// only read); the PhasedTrainings come back as a list for the caller to
+// lay its assumed statuses over.
+func listCluster(ctx context.Context, c client.Reader, opts ...client.ListOption) (clusterView, *v1alpha1.PhasedTrainingList, error) {
+	var v clusterView
+	var nodes corev1.NodeList
+	if err := c.List(ctx, &nodes, opts...); err != nil {
+		return v, nil, err
+	}
+	var pods corev1.PodList
+	if err := c.List(ctx, &pods, opts...); err != nil {
+		return v, nil, err
+	}
+	var pts v1alpha1.PhasedTrainingList
+	if err := c.List(ctx, &pts, opts...); err != nil {
+		return v, nil, err
+	}
+	var classes schedulingv1.PriorityClassList
+	if err := c.List(ctx, &classes); err != nil {
+		return v, nil, err
+	}
+	var quotas corev1.ResourceQuotaList
+	if err := c.List(ctx, &quotas, opts...); err != nil {
+		return v, nil, err
+	}
+	var queues v1alpha1.TenantQueueList
+	if err := c.List(ctx, &queues); err != nil {
+		return v, nil, err
+	}
+	v.Nodes, v.Pods, v.Quotas, v.Queues = nodes.Items, pods.Items, quotas.Items, queues.Items
+	v.Priorities = map[string]int32{}
+	for _, pc := range classes.Items {
+		v.Priorities[pc.Name] = pc.Value
+	}
+	return v, &pts, nil
+}
+
+// ReadSnapshot reads the cluster through c (an API client: `phasegang
+// queue` runs outside the controller) and builds the snapshot a cycle
+// would schedule now, with the controller's own code. The controller's
+// in-memory fence and its writes still in flight are not known here.
+func ReadSnapshot(ctx context.Context, c client.Reader, now time.Time) (engine.Snapshot, *driver.Demand, error) {
+	v, pts, err := listCluster(ctx, c)
+	if err != nil {
+		return engine.Snapshot{}, nil, err
+	}
+	for i := range pts.Items {
+		v.PTs = append(v.PTs, &pts.Items[i])
+	}
+	snap, d := buildSnapshot(v, now, nil)
+	return snap, d, nil
 }
 
 // Cycle runs one scheduling cycle: read the caches, build the snapshot,

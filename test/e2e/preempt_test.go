@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -151,4 +152,63 @@ func boundGPUs(t *testing.T, ns string) int {
 		}
 	}
 	return n
+}
+
+// `phasegang queue` on the cluster: a lender's gang within its reclaim
+// grace period is listed first in its queue, waiting for it, and the
+// borrower's younger gang is named as the one a preemption takes next;
+// nothing is preempted (the grace is an hour).
+func TestQueueCommand(t *testing.T) {
+	ns := namespace(t)
+	sfx := ns[strings.LastIndex(ns, "-")+1:]
+	qa, qb, cohort := "team-a-"+sfx, "team-b-"+sfx, "research-"+sfx
+	nodes(t, "pool-qcmd", 2, 4)
+	createQueue(t, wrappers.MakeQueue(qa).Cohort(cohort).Nominal("nvidia.com/gpu", "4").Obj())
+	createQueue(t, wrappers.MakeQueue(qb).Cohort(cohort).Nominal("nvidia.com/gpu", "4").
+		Reclaim(v1alpha1.PreemptAny).ReclaimGrace(time.Hour).Obj())
+	a1 := makePT(ns, "team-a-1").queue(qa).phase("train", 4, 4, worker("pool-qcmd", 1, 120, "")).create(t)
+	waitState(t, a1, v1alpha1.PipelineRunning, 20*time.Second)
+	a2 := makePT(ns, "team-a-2").queue(qa).phase("train", 4, 4, worker("pool-qcmd", 1, 120, "")).create(t)
+	waitState(t, a2, v1alpha1.PipelineRunning, 20*time.Second)
+	b := makePT(ns, "team-b").queue(qb).phase("train", 4, 4, worker("pool-qcmd", 1, 5, "")).create(t)
+	eventually(t, 20*time.Second, "team B's gang to wait for its queue", func() (bool, error) {
+		cur := get(t, b)
+		return len(cur.Status.Phases) > 0 && strings.HasPrefix(cur.Status.Phases[0].WaitingFor, "queue "), fmt.Errorf("%s", describe(cur))
+	})
+
+	out, err := exec.Command(binary, "queue", qb).CombinedOutput()
+	if err != nil {
+		t.Fatalf("phasegang queue %s: %v\n%s", qb, err, out)
+	}
+	t.Logf("phasegang queue %s:\n%s", qb, out)
+	lines := strings.Split(string(out), "\n")
+	waiting := ""
+	for _, l := range lines {
+		if f := strings.Fields(l); len(f) > 3 && f[0] == qb && f[2] == ns+"/team-b" {
+			waiting = l
+			if f[1] != "1" {
+				t.Errorf("team B's gang is at position %s, want 1: %q", f[1], l)
+			}
+		}
+	}
+	if !strings.Contains(waiting, "queue "+qb) {
+		t.Errorf("team B's gang is not listed as waiting for its queue:\n%s", out)
+	}
+	next := fmt.Sprintf("  %s/team-a-2 train (queue %s) for %s/team-b train (queue %s)", ns, qa, ns, qb)
+	if !strings.Contains(string(out), "Preempted next, if every waiting lender's reclaim grace period ended now:\n"+next) {
+		t.Errorf("want %q named as preempted next:\n%s", next, out)
+	}
+	if strings.Contains(string(out), "Preempted by this cycle") {
+		t.Errorf("within an hour's grace nothing is preempted now:\n%s", out)
+	}
+	// --namespace narrows to one namespace's gangs: another namespace has none.
+	out, err = exec.Command(binary, "queue", "--namespace", "no-such-namespace").CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "(no gang waits)") {
+		t.Errorf("phasegang queue --namespace no-such-namespace: %v\n%s", err, out)
+	}
+	for _, p := range get(t, a2).Status.Phases[0].History {
+		if p.Type == v1alpha1.PhaseEventPreempted {
+			t.Errorf("team-a-2 was preempted within the grace period: %+v", p)
+		}
+	}
 }

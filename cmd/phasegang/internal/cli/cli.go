@@ -42,6 +42,6 @@ gangs.`,
 	root.SetIn(stdin)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.AddCommand(newSimulate(), newController(), newValidate(), newArgo(), newTrace(), newVersion(version))
+	root.AddCommand(newSimulate(), newController(), newValidate(), newArgo(), newTrace(), newQueue(), newVersion(version))
 	return root
 }
