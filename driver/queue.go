@@ -38,6 +38,7 @@ func Queues(tqs []v1alpha1.TenantQueue) []engine.Queue {
 		}
 		if p := tq.Spec.Preemption; p != nil {
 			q.Reclaim = engine.ReclaimPolicy(p.ReclaimWithinCohort)
+			q.WithinQueue = engine.ReclaimPolicy(p.WithinQueue)
 			if p.ReclaimGracePeriod != nil {
 				g := p.ReclaimGracePeriod.Duration
 				q.ReclaimGrace = &g

@@ -86,9 +86,11 @@ func (s *State) cycle(now time.Time) Plan {
 	plan.Fence = s.fence
 
 	// Lenders' gangs past their reclaim grace period take their quota
-	// back from the cohort's borrowers (preempt.go).
-	s.preempt(&plan, now, a.reclaiming)
-	s.grow(&plan, a.blocked, a.reserved, a.quotaHeads, a.queueHeads, a.reclaiming)
+	// back from the cohort's borrowers, and gangs past it take their
+	// queue's quota from its lower-priority gangs (preempt.go); growth
+	// must then leave what was freed to them (frozen).
+	frozen := s.preempt(&plan, now, a.reclaiming)
+	s.grow(&plan, a.blocked, a.reserved, a.quotaHeads, a.queueHeads, a.reclaiming, frozen)
 	if !s.cfg.SkipWaiting {
 		s.explain(&plan, now, a.blocked, a.backoff, a.held, a.fenced != nil)
 		plan.Waiting = append(plan.Waiting, a.quotaWaits...)
@@ -255,7 +257,11 @@ func (s *State) workerPlacements(first int, nodes []int32) []WorkerPlacement {
 // grow extends elastic grants toward desired. Only gangs that precede
 // every blocked gang in queue order grow: growth must never take capacity
 // an older or higher-priority waiting gang needs.
-func (s *State) grow(plan *Plan, blocked []*gangReq, reserved map[GangKey]int, quotaHeads, queueHeads map[int]*gangReq, rc reclaims) {
+//
+// frozen are the tenant queues a preemption freed quota for in this
+// cycle: none of their gangs grows in it, so the quota is still there
+// when the next cycle's walk comes to the gang it was freed for.
+func (s *State) grow(plan *Plan, blocked []*gangReq, reserved map[GangKey]int, quotaHeads, queueHeads map[int]*gangReq, rc reclaims, frozen map[int]bool) {
 	var cands []*grantState
 	for _, g := range s.elastic {
 		if int32(len(g.workers)) < g.req.Desired {
@@ -267,6 +273,9 @@ func (s *State) grow(plan *Plan, blocked []*gangReq, reserved map[GangKey]int, q
 	for _, g := range cands {
 		if oldest != nil && compareQueue(&g.req, &oldest.req) > 0 {
 			break
+		}
+		if len(frozen) > 0 && frozen[s.queueCharge(&g.gangReq).q] {
+			continue
 		}
 		first := len(g.workers)
 		want := s.growthRoom(&g.gangReq, g.req.Desired-int32(first), quotaHeads, queueHeads, rc)

@@ -8,7 +8,7 @@ import (
 	"time"
 )
 
-// Preemption to reclaim lent quota
+// Preemption to reclaim lent quota, and within a queue
 //
 // Reclaim at phase boundaries (queue.go, findReclaims) holds borrowers
 // back while a lender's gang waits for its own nominal quota, but a
@@ -36,6 +36,20 @@ import (
 // (ReleasePreempted, listed in Plan.Releases and Plan.Preemptions); the
 // caller queues the same attempt again, like a gang that lost its node.
 //
+// Within a queue (Queue.WithinQueue), the same grace period bounds how
+// long a gang waits for quota the queue's own gangs hold: past it, the
+// queue's gangs of lower priority (Any: also of equal priority and a
+// younger pipeline) give it back the same way, surplus first, then the
+// fewest whole gangs. Only the queue's own use is preempted for: a gang
+// kept out by the cohort's borrowing is reclaimWithinCohort's part.
+//
+// Both count only quota the waiting gang can keep (keptLeft): its
+// queue's nominal less what the cohort's other queues use beyond theirs,
+// never a third queue's idle quota that the cohort lends now but that
+// queue may take back the next moment. In the cycle that preempts, no
+// gang of the cohort grows (grow's frozen), so the freed quota is still
+// there when the next cycle's walk reaches the waiting gang.
+//
 // The grace period is measured from the waiting gang's Request.Queued:
 // the engine keeps no memory between cycles, and a gang that waits for
 // its nominal quota has waited for it (or for nodes) since then.
@@ -59,11 +73,37 @@ type Preemption struct {
 const ReleasePreempted ReleaseReason = "Preempted"
 
 // preempt reclaims lent quota for the lenders' gangs past their queue's
-// grace period (see above). rc is the cycle's reclaims; reserved the
-// gangs granted in this cycle (never preempted in the same plan).
-func (s *State) preempt(plan *Plan, now time.Time, rc reclaims) {
-	if len(rc) == 0 {
-		return
+// grace period, then (withinQueue) quota a queue's own lower-priority
+// gangs hold for its gangs past it (see above). rc is the cycle's
+// reclaims; the gangs granted in this cycle are never preempted in the
+// same plan.
+func (s *State) preempt(plan *Plan, now time.Time, rc reclaims) map[int]bool {
+	if len(s.queues) == 0 {
+		return nil
+	}
+	// frozen are the queues quota was freed for and the rest of their
+	// cohort: none of their gangs grows in this cycle, or the freed quota
+	// could go to growth (a borrower the reclaim does not hold back, the
+	// queue's own older gangs) instead of to the gang it was freed for.
+	var frozen map[int]bool
+	freedFor := func(qs *queueState) {
+		if frozen == nil {
+			frozen = map[int]bool{}
+		}
+		frozen[s.queueIdx[qs.q.Name]] = true
+		for _, m := range qs.cohort {
+			frozen[m] = true
+		}
+	}
+	var reserved map[GangKey]bool
+	reservedNow := func() map[GangKey]bool {
+		if reserved == nil {
+			reserved = map[GangKey]bool{}
+			for _, rv := range plan.Reserves {
+				reserved[rv.Gang] = true
+			}
+		}
+		return reserved
 	}
 	var rs []*reclaimer
 	seen := map[*gangReq]bool{}
@@ -76,48 +116,181 @@ func (s *State) preempt(plan *Plan, now time.Time, rc reclaims) {
 		}
 	}
 	slices.SortFunc(rs, func(a, b *reclaimer) int { return compareQueue(&a.gr.req, &b.gr.req) })
-	var reserved map[GangKey]bool
 	for _, r := range rs {
 		grace := r.qs.q.ReclaimGrace
 		if r.gr.removed || grace == nil || now.Sub(r.gr.req.Queued) < *grace {
 			continue // admitted this cycle, or within its grace period
 		}
-		if reserved == nil {
-			reserved = map[GangKey]bool{}
-			for _, rv := range plan.Reserves {
-				reserved[rv.Gang] = true
+		if short := s.preemptFor(plan, now, r.gr, r.qs, reservedNow(), s.cohortBorrower(r.gr, r.qs)); len(short) > 0 {
+			freedFor(r.qs)
+		}
+	}
+	for _, r := range s.findWithinQueue(now) {
+		if short := s.preemptFor(plan, now, r.gr, r.qs, reservedNow(), s.lowerInQueue(r.gr, r.qs)); len(short) > 0 {
+			freedFor(r.qs)
+		}
+	}
+	return frozen
+}
+
+// findWithinQueue returns, for each queue whose withinQueue policy
+// preempts, its first gang in queue order that has waited past the
+// queue's grace period and that the queue's quota does not admit now.
+func (s *State) findWithinQueue(now time.Time) []reclaimer {
+	var out []reclaimer
+	done := map[int]bool{}
+	for _, gr := range s.order {
+		if gr.removed || now.Before(gr.req.NotBefore) {
+			continue
+		}
+		c := s.queueCharge(gr)
+		if c.q < 0 || done[c.q] {
+			continue
+		}
+		qs := s.queues[c.q]
+		if qs.q.WithinQueue == "" || qs.q.WithinQueue == ReclaimNever || qs.q.ReclaimGrace == nil {
+			continue
+		}
+		if now.Sub(gr.req.Queued) < *qs.q.ReclaimGrace {
+			continue
+		}
+		if room, _ := s.queueRoom(gr, int64(gr.req.Min)); room >= int64(gr.req.Min) {
+			continue // its queue admits it: it waits for nodes, not quota
+		}
+		ownUse := false
+		for j, a := range c.amt {
+			if a > 0 && qs.used[j]+int64(gr.req.Min)*a > qs.nominal[j] {
+				ownUse = true
 			}
 		}
-		s.preemptFor(plan, now, r, reserved)
+		if !ownUse {
+			continue // the cohort's borrowing keeps it out: reclaimWithinCohort's part
+		}
+		done[c.q] = true
+		out = append(out, reclaimer{gr: gr, qs: qs})
+	}
+	return out
+}
+
+// victimFilter says whether a grant may be preempted for the waiting
+// gang, given the resources the gang is short of; message says why it
+// was.
+type victimFilter struct {
+	ok      func(g *grantState, vc *queueCharge, short map[ResourceName]bool) bool
+	message func(g *grantState, short map[ResourceName]bool, now time.Time) string
+}
+
+// keptLeft is what of resource j queue qs may use now and keep: what it
+// may use (queueLeft), but at most its nominal quota less its use and
+// less what the cohort's other queues use beyond their own nominal.
+// Preemption makes room only within it: room the cohort lends from a
+// third queue's idle quota is not the lender's to keep (that queue may
+// use it the next moment), so preempting for it could free quota for
+// nothing.
+func (s *State) keptLeft(qs *queueState, j int) int64 {
+	kept := qs.nominal[j] - qs.used[j]
+	for _, m := range qs.cohort {
+		ms := s.queues[m]
+		if ms == qs {
+			continue
+		}
+		if k, ok := slices.BinarySearch(ms.names, qs.names[j]); ok {
+			kept -= max(0, ms.used[k]-ms.nominal[k])
+		}
+	}
+	return min(s.queueLeft(qs, j), max(0, kept))
+}
+
+// cohortBorrower: a grant of another queue of qs's cohort that uses more
+// than its nominal quota of a resource gr is short of, and, for
+// LowerPriority, of lower priority than gr.
+func (s *State) cohortBorrower(gr *gangReq, qs *queueState) victimFilter {
+	return victimFilter{
+		ok: func(g *grantState, vc *queueCharge, short map[ResourceName]bool) bool {
+			if vc.q == s.queueIdx[qs.q.Name] {
+				return false // the lender's own
+			}
+			vq := s.queues[vc.q]
+			if vq.q.Cohort != qs.q.Cohort {
+				return false
+			}
+			if qs.q.Reclaim == ReclaimLowerPriority && g.req.Priority >= gr.req.Priority {
+				return false
+			}
+			for j, n := range vq.names {
+				if short[n] && vc.amt[j] > 0 && vq.used[j] > vq.nominal[j] {
+					return true
+				}
+			}
+			return false
+		},
+		message: func(g *grantState, short map[ResourceName]bool, now time.Time) string {
+			return s.preemptMessage(g, s.queues[s.queueCharge(&g.gangReq).q], gr, qs, short, now)
+		},
 	}
 }
 
-// victim is a borrowing grant and what the what-if takes of it.
+// lowerInQueue: a grant of qs itself, holding a resource gr is short of,
+// of lower priority than gr (withinQueue LowerPriority), or also of equal
+// priority and a younger pipeline (Any). Never an older gang of equal
+// priority: queue order puts it ahead of gr, and preempting it would
+// only swap who waits.
+func (s *State) lowerInQueue(gr *gangReq, qs *queueState) victimFilter {
+	return victimFilter{
+		ok: func(g *grantState, vc *queueCharge, short map[ResourceName]bool) bool {
+			if vc.q != s.queueIdx[qs.q.Name] {
+				return false
+			}
+			switch {
+			case g.req.Priority < gr.req.Priority:
+			case qs.q.WithinQueue == ReclaimAny && g.req.Priority == gr.req.Priority && compareQueue(&gr.req, &g.req) < 0:
+			default:
+				return false
+			}
+			for j, n := range qs.names {
+				if short[n] && vc.amt[j] > 0 {
+					return true
+				}
+			}
+			return false
+		},
+		message: func(g *grantState, short map[ResourceName]bool, now time.Time) string {
+			return s.withinQueueMessage(g, gr, qs, short, now)
+		},
+	}
+}
+
+// victim is a grant the what-if may take and what it takes of it.
 type victim struct {
 	g      *grantState
 	shrunk int  // surplus workers shrunk
 	whole  bool // preempted whole
 }
 
-// preemptFor reclaims for one waiting gang.
-func (s *State) preemptFor(plan *Plan, now time.Time, r *reclaimer, reserved map[GangKey]bool) {
-	gr, qs := r.gr, r.qs
+// preemptFor frees quota of qs for the waiting gang gr from the grants
+// filter allows: surplus first, then whole gangs, and only if that lets
+// gr in. It returns the resources gr was short of if it preempted or
+// shrank anything.
+func (s *State) preemptFor(plan *Plan, now time.Time, gr *gangReq, qs *queueState, reserved map[GangKey]bool, filter victimFilter) map[ResourceName]bool {
 	c := s.queueCharge(gr)
+	shortOf := func(j int, a int64) bool {
+		return a > 0 && s.keptLeft(qs, j) < int64(gr.req.Min)*a
+	}
 	covered := func() bool {
 		for j, a := range c.amt {
-			if a > 0 && s.queueLeft(qs, j) < int64(gr.req.Min)*a {
+			if shortOf(j, a) {
 				return false
 			}
 		}
 		return true
 	}
 	if covered() {
-		return
+		return nil
 	}
 	// The resources the gang is short of, by name.
 	short := map[ResourceName]bool{}
 	for j, a := range c.amt {
-		if a > 0 && s.queueLeft(qs, j) < int64(gr.req.Min)*a {
+		if shortOf(j, a) {
 			short[qs.names[j]] = true
 		}
 	}
@@ -131,23 +304,10 @@ func (s *State) preemptFor(plan *Plan, now time.Time, r *reclaimer, reserved map
 			continue
 		}
 		vc := s.queueCharge(&g.gangReq)
-		if vc.q < 0 || vc.q == s.queueIdx[qs.q.Name] {
-			continue // not limited by a queue, or the lender's own
+		if vc.q < 0 {
+			continue // not limited by a queue
 		}
-		vq := s.queues[vc.q]
-		if vq.q.Cohort != qs.q.Cohort {
-			continue
-		}
-		if qs.q.Reclaim == ReclaimLowerPriority && g.req.Priority >= gr.req.Priority {
-			continue
-		}
-		borrows := false
-		for j, n := range vq.names {
-			if short[n] && vc.amt[j] > 0 && vq.used[j] > vq.nominal[j] {
-				borrows = true
-			}
-		}
-		if borrows {
+		if filter.ok(g, vc, short) {
 			cands = append(cands, &victim{g: g})
 		}
 	}
@@ -202,7 +362,7 @@ func (s *State) preemptFor(plan *Plan, now time.Time, r *reclaimer, reserved map
 		}
 		if pick == nil {
 			undo() // even every borrower together would not let it in
-			return
+			return nil
 		}
 		takeWhole(pick)
 		wholes = append(wholes, pick)
@@ -243,7 +403,7 @@ func (s *State) preemptFor(plan *Plan, now time.Time, r *reclaimer, reserved map
 		key := g.req.Gang
 		if t.whole {
 			vq := s.queues[s.queueCharge(&g.gangReq).q]
-			msg := s.preemptMessage(g, vq, gr, qs, short, now)
+			msg := filter.message(g, short, now)
 			s.unreserve(g, len(g.workers))
 			s.dropGrant(key)
 			plan.Releases = append(plan.Releases, Release{Gang: key, Reason: ReleasePreempted, Message: msg})
@@ -261,6 +421,10 @@ func (s *State) preemptFor(plan *Plan, now time.Time, r *reclaimer, reserved map
 		plan.Shrinks = append(plan.Shrinks, sh)
 	}
 	s.sumFree()
+	if len(apply) == 0 {
+		return nil
+	}
+	return short
 }
 
 // preemptMessage says who preempts g and why, with the numbers: the
@@ -288,5 +452,28 @@ func (s *State) preemptMessage(g *grantState, vq *queueState, gr *gangReq, qs *q
 	}
 	return fmt.Sprintf("preempted: queue %s reclaims the %s its cohort %s borrowed for %s, which waited %s for its nominal quota (reclaimGracePeriod %s)%s",
 		qs.q.Name, strings.Join(res, ", "), qs.q.Cohort, gr.req.Gang.Pipeline+"/"+gr.req.Gang.Phase,
+		now.Sub(gr.req.Queued).Round(time.Second), *qs.q.ReclaimGrace, held)
+}
+
+// withinQueueMessage says which gang of g's own queue preempts it and
+// why: its priority against g's, how long it waited for the queue's
+// quota against the grace period, and what g held.
+func (s *State) withinQueueMessage(g *grantState, gr *gangReq, qs *queueState, short map[ResourceName]bool, now time.Time) string {
+	held := ""
+	vc := s.queueCharge(&g.gangReq)
+	for j, n := range qs.names {
+		if short[n] && vc.amt[j] > 0 {
+			held = fmt.Sprintf("; its %d workers held %s %s, queue %s used %s of its nominal %s",
+				len(g.workers), FormatAmount(n, int64(len(g.workers))*vc.amt[j]), n,
+				qs.q.Name, FormatAmount(n, qs.used[j]), FormatAmount(n, qs.nominal[j]))
+			break
+		}
+	}
+	why := fmt.Sprintf("priority %d over its %d", gr.req.Priority, g.req.Priority)
+	if gr.req.Priority == g.req.Priority {
+		why = fmt.Sprintf("equal priority %d and an older pipeline", gr.req.Priority)
+	}
+	return fmt.Sprintf("preempted within queue %s (withinQueue %s) for %s, %s, which waited %s for the queue's quota (reclaimGracePeriod %s)%s",
+		qs.q.Name, qs.q.WithinQueue, gr.req.Gang.Pipeline+"/"+gr.req.Gang.Phase, why,
 		now.Sub(gr.req.Queued).Round(time.Second), *qs.q.ReclaimGrace, held)
 }

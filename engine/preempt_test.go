@@ -179,3 +179,125 @@ func TestPreemptMessage(t *testing.T) {
 		t.Fatalf("preempted %s, want the youngest, ns/a-young", plan.Preemptions[0].Gang)
 	}
 }
+
+// withinQueue: a gang waiting past the grace period for its own queue's
+// quota preempts the queue's gangs of lower priority (LowerPriority), or
+// also of equal priority and a younger pipeline (Any), surplus first and
+// the fewest, youngest gangs; never for a gang that waits for nodes, not
+// quota, and never an older gang of equal priority.
+func TestPreemptWithinQueue(t *testing.T) {
+	// team-a: nominal 8 on 16 GPUs, no cohort; its 8 are held by a-old
+	// (4, created at minute 0) and a-young (4, minute 2).
+	ledger := func() []Grant {
+		return []Grant{
+			grantIn(inQueue("team-a", "a-old", 4, 4, 0), "a", 4),
+			grantIn(inQueue("team-a", "a-young", 4, 4, 2), "a", 4),
+		}
+	}
+	cases := map[string]struct {
+		policy   ReclaimPolicy
+		grace    *time.Duration
+		priority int32
+		// created is the waiting pipeline's age in minutes after t0; it
+		// queued at minute 10.
+		created       int
+		nodes         []Node
+		ledger        []Grant
+		wantPreempted string
+		wantShrunk    string
+	}{
+		"LowerPriority: the youngest lower-priority gang": {
+			policy: ReclaimLowerPriority, grace: dur(5 * time.Minute), priority: 5, created: 10,
+			wantPreempted: "ns/a-young",
+		},
+		"within the grace period: nothing": {
+			policy: ReclaimLowerPriority, grace: dur(time.Hour), priority: 5, created: 10,
+		},
+		"no grace period: nothing": {
+			policy: ReclaimLowerPriority, priority: 5, created: 10,
+		},
+		"Never: nothing": {
+			policy: ReclaimNever, grace: dur(0), priority: 5, created: 10,
+		},
+		"LowerPriority: equal priority is not preempted": {
+			policy: ReclaimLowerPriority, grace: dur(0), created: 1,
+		},
+		"Any: an equal-priority younger pipeline is": {
+			policy: ReclaimAny, grace: dur(0), created: 1,
+			wantPreempted: "ns/a-young",
+		},
+		"Any: never an older pipeline of equal priority": {
+			policy: ReclaimAny, grace: dur(0), created: 10,
+		},
+		"elastic surplus before a whole gang": {
+			policy: ReclaimLowerPriority, grace: dur(0), priority: 5, created: 10,
+			ledger: []Grant{
+				grantIn(inQueue("team-a", "a-old", 2, 2, 0), "a", 2),
+				grantIn(inQueue("team-a", "a-young", 2, 6, 2), "b", 6),
+			},
+			wantShrunk: "ns/a-young-4",
+		},
+		"waits for nodes, not quota: nothing": {
+			policy: ReclaimLowerPriority, grace: dur(0), priority: 5, created: 10,
+			nodes:  []Node{gpuNode("a", 8)},
+			ledger: []Grant{grantIn(inQueue("team-a", "a-young", 2, 2, 2), "a", 2), grantIn(inQueue("other", "o", 6, 6, 0), "a", 6)},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			nodes := tc.nodes
+			if nodes == nil {
+				nodes = []Node{gpuNode("a", 8), gpuNode("b", 8)}
+			}
+			l := tc.ledger
+			if l == nil {
+				l = ledger()
+			}
+			q := gpuQueue("team-a", "", 8)
+			q.WithinQueue, q.ReclaimGrace = tc.policy, tc.grace
+			s := NewState(Config{StarvationBound: time.Hour}, nodes, l)
+			s.SetQueues([]Queue{q, gpuQueue("other", "", 8)})
+			w := inQueue("team-a", "high", 4, 4, tc.created)
+			w.Queued, w.Priority = t0.Add(10*time.Minute), tc.priority
+			s.Submit(w)
+			now := t0.Add(15 * time.Minute)
+			plan := s.Cycle(now)
+			if got := preempted(plan); got != tc.wantPreempted {
+				t.Fatalf("preempted %q, want %q; waiting %+v", got, tc.wantPreempted, plan.Waiting)
+			}
+			if got := shrunk(plan); got != tc.wantShrunk {
+				t.Fatalf("shrunk %q, want %q", got, tc.wantShrunk)
+			}
+			if tc.wantPreempted == "" && tc.wantShrunk == "" {
+				if len(plan.Releases) != 0 {
+					t.Fatalf("released %+v", plan.Releases)
+				}
+				return
+			}
+			for _, p := range plan.Preemptions {
+				if p.For != w.Gang || p.Queue != "team-a" || p.Lender != "team-a" || !strings.Contains(p.Message, "preempted within queue team-a") {
+					t.Fatalf("preemption %+v", p)
+				}
+			}
+			next := s.Cycle(now.Add(time.Second))
+			if got := reserved(next); got != "ns/high" {
+				t.Fatalf("next cycle reserved %q, want ns/high; waiting: %+v", got, next.Waiting)
+			}
+		})
+	}
+}
+
+func TestWithinQueueMessage(t *testing.T) {
+	s := NewState(Config{StarvationBound: time.Hour}, []Node{gpuNode("a", 8)}, []Grant{grantIn(inQueue("team-a", "low", 8, 8, 0), "a", 8)})
+	q := gpuQueue("team-a", "", 8)
+	q.WithinQueue, q.ReclaimGrace = ReclaimLowerPriority, dur(2*time.Minute)
+	s.SetQueues([]Queue{q})
+	w := inQueue("team-a", "urgent", 8, 8, 5)
+	w.Priority = 100
+	s.Submit(w)
+	plan := s.Cycle(t0.Add(8 * time.Minute))
+	want := "preempted within queue team-a (withinQueue LowerPriority) for ns/urgent/train, priority 100 over its 0, which waited 3m0s for the queue's quota (reclaimGracePeriod 2m0s); its 8 workers held 8 nvidia.com/gpu, queue team-a used 8 of its nominal 8"
+	if len(plan.Preemptions) != 1 || plan.Preemptions[0].Message != want {
+		t.Fatalf("preemptions %+v\nwant message %q", plan.Preemptions, want)
+	}
+}

@@ -59,6 +59,11 @@ type Queue struct {
 	// gangs are preempted to give it back (preempt.go); nil: never, the
 	// quota comes back at the borrowers' phase boundaries only.
 	ReclaimGrace *time.Duration
+	// WithinQueue says whether a gang of the queue waiting past
+	// ReclaimGrace for the queue's own quota preempts the queue's gangs
+	// of lower priority (LowerPriority), or also of equal priority and a
+	// younger pipeline (Any); Never or "": no.
+	WithinQueue ReclaimPolicy
 }
 
 // QueueQuota is a queue's quota of one resource, in milli-units.

@@ -181,9 +181,15 @@ const (
 
 // QueuePreemption is what a queue may take back when its gangs wait.
 type QueuePreemption struct {
-	// withinQueue: whether a waiting gang may take capacity from the
-	// queue's own running gangs (LowerPriority: of lower priority; Any).
-	// Not acted on yet: no running gang is preempted.
+	// withinQueue: whether a gang of the queue that has waited longer
+	// than reclaimGracePeriod for the queue's own nominal quota preempts
+	// the queue's running gangs that hold it: LowerPriority, those of
+	// lower priority; Any, also those of equal priority and a younger
+	// pipeline (never an older one, which queue order puts ahead).
+	// Elastic surplus is shrunk first, then whole gangs are preempted, and
+	// nothing unless that lets the waiting gang in. Needs
+	// reclaimGracePeriod; Never: the queue's gangs wait for its phases to
+	// end.
 	// +optional
 	// +kubebuilder:default=Never
 	WithinQueue PreemptionPolicy `json:"withinQueue,omitempty"`
@@ -200,13 +206,14 @@ type QueuePreemption struct {
 	ReclaimWithinCohort PreemptionPolicy `json:"reclaimWithinCohort,omitempty"`
 
 	// reclaimGracePeriod is how long a gang of the queue waits (from when
-	// it was queued) for the nominal quota its cohort borrowed before the
-	// borrowing gangs are preempted whole to give it back: their pods are
+	// it was queued) for the nominal quota its cohort borrowed, or (with
+	// withinQueue) that the queue's own lower-priority gangs hold, before
+	// those gangs are preempted whole to give it back: their pods are
 	// deleted with their normal grace period and their phases queued
 	// again as the same attempt. Unset: nothing is preempted; the quota
-	// comes back at the borrowers' phase boundaries only. Needs
-	// reclaimWithinCohort LowerPriority or Any. A duration such as 0s, 90s,
-	// 30m or 1h30m.
+	// comes back at phase boundaries only. Acted on with
+	// reclaimWithinCohort or withinQueue LowerPriority or Any. A duration
+	// such as 0s, 90s, 30m or 1h30m.
 	// +optional
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:MaxLength=64

@@ -59,6 +59,15 @@ func (b *TQ) Reclaim(p v1alpha1.PreemptionPolicy) *TQ {
 	return b
 }
 
+// WithinQueue sets spec.preemption.withinQueue.
+func (b *TQ) WithinQueue(p v1alpha1.PreemptionPolicy) *TQ {
+	if b.q.Spec.Preemption == nil {
+		b.q.Spec.Preemption = &v1alpha1.QueuePreemption{}
+	}
+	b.q.Spec.Preemption.WithinQueue = p
+	return b
+}
+
 // ReclaimGrace sets spec.preemption.reclaimGracePeriod.
 func (b *TQ) ReclaimGrace(d time.Duration) *TQ {
 	if b.q.Spec.Preemption == nil {

@@ -8,11 +8,14 @@ import (
 	"io"
 	"net/http"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/phasegang/phasegang/apis/v1alpha1"
@@ -81,17 +84,21 @@ func TestPreemptionReclaimsBorrowedGangs(t *testing.T) {
 		t.Errorf("team B's gang was not reserved whole: %+v", reserved)
 	}
 	// The controller's /metrics counts the preemption against team A's
-	// queue, and shows both queues' quota.
-	body := scrape(t)
-	for _, want := range []string{
-		fmt.Sprintf(`phasegang_tenantqueue_preempted_gangs_total{queue=%q} 1`, qa),
-		fmt.Sprintf(`phasegang_tenantqueue_nominal{queue=%q,resource="nvidia.com/gpu"} 4`, qb),
-		fmt.Sprintf(`phasegang_tenantqueue_used{queue=%q,resource="nvidia.com/gpu"} 0`, qa),
-	} {
-		if !strings.Contains(body, want) {
-			t.Errorf("/metrics lacks %s", want)
+	// queue, and shows both queues' quota and, once the next cycle has
+	// seen the last phase end, nothing in use.
+	eventually(t, 10*time.Second, "the per-queue metrics", func() (bool, error) {
+		body := scrape(t)
+		for _, want := range []string{
+			fmt.Sprintf(`phasegang_tenantqueue_preempted_gangs_total{queue=%q} 1`, qa),
+			fmt.Sprintf(`phasegang_tenantqueue_nominal{queue=%q,resource="nvidia.com/gpu"} 4`, qb),
+			fmt.Sprintf(`phasegang_tenantqueue_used{queue=%q,resource="nvidia.com/gpu"} 0`, qa),
+		} {
+			if !strings.Contains(body, want) {
+				return false, fmt.Errorf("/metrics lacks %s", want)
+			}
 		}
-	}
+		return true, nil
+	})
 }
 
 // scrape returns the controller's /metrics text.
@@ -107,6 +114,54 @@ func scrape(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// One queue of 4 GPUs with withinQueue LowerPriority: a priority-0
+// pipeline holds the queue's quota with a long phase; a priority-100
+// pipeline arrives and, past the 2-second grace, the low one is preempted
+// whole, the urgent one runs, and the low one reruns as the same attempt.
+func TestPreemptionWithinQueue(t *testing.T) {
+	ctx := context.Background()
+	ns := namespace(t)
+	sfx := ns[strings.LastIndex(ns, "-")+1:]
+	q := "team-" + sfx
+	nodes(t, "pool-within", 1, 8)
+	createQueue(t, wrappers.MakeQueue(q).Nominal("nvidia.com/gpu", "4").
+		WithinQueue(v1alpha1.PreemptLowerPriority).ReclaimGrace(2*time.Second).Obj())
+	pc := &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: "e2e-urgent-" + sfx}, Value: 100}
+	if err := k8s.Create(ctx, pc); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = k8s.Delete(ctx, pc) })
+
+	low := makePT(ns, "low").queue(q).phase("train", 4, 4, worker("pool-within", 1, 20, "")).create(t)
+	waitState(t, low, v1alpha1.PipelineRunning, 20*time.Second)
+	ub := makePT(ns, "urgent").queue(q).phase("train", 4, 4, worker("pool-within", 1, 3, ""))
+	ub.pt.Spec.PriorityClassName = pc.Name
+	urgent := ub.create(t)
+	sampleWholeGangs(t, ns, 8, 90*time.Second, func() bool {
+		return get(t, low).Status.State == v1alpha1.PipelineSucceeded && get(t, urgent).Status.State == v1alpha1.PipelineSucceeded
+	})
+	victim := get(t, low).Status.Phases[0]
+	i := slices.IndexFunc(victim.History, func(h v1alpha1.PhaseEvent) bool { return h.Type == v1alpha1.PhaseEventPreempted })
+	if i < 0 {
+		t.Fatalf("the low-priority gang was not preempted: %+v", victim.History)
+	}
+	if want := "preempted within queue " + q + " (withinQueue LowerPriority) for " + ns + "/urgent/train, priority 100 over its 0"; !strings.HasPrefix(victim.History[i].Message, want) {
+		t.Errorf("Preempted record %q, want it to start %q", victim.History[i].Message, want)
+	}
+	if victim.Attempt != 0 {
+		t.Errorf("the preempted gang ran as attempt %d, want the same attempt 0", victim.Attempt)
+	}
+	// The urgent gang started before the low one finished its rerun.
+	up, lp := get(t, urgent).Status.Phases[0], victim
+	if up.StartTime == nil || lp.StartTime == nil || !up.StartTime.Before(lp.StartTime) {
+		t.Errorf("the urgent gang started at %v, the low one's rerun at %v: want the urgent first", up.StartTime, lp.StartTime)
+	}
+	body := scrape(t)
+	if want := fmt.Sprintf(`phasegang_tenantqueue_preempted_gangs_total{queue=%q} 1`, q); !strings.Contains(body, want) {
+		t.Errorf("/metrics lacks %s", want)
+	}
 }
 
 // sampleWholeGangs polls until done or the timeout, failing if a Running
