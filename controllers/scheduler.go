@@ -40,6 +40,9 @@ type Scheduler struct {
 	// (backoffs and the starvation bound are time-based).
 	Interval time.Duration
 	Metrics  *Metrics
+	// Provisioning, if its Class is set, asks a cluster autoscaler for
+	// the nodes of gangs that do not fit (provisioning.go).
+	Provisioning Provisioning
 
 	trigger chan struct{}
 	once    sync.Once
@@ -63,6 +66,9 @@ type Scheduler struct {
 	skipped  bool
 	// writers bounds the status writes in flight, across cycles.
 	writers chan struct{}
+	// failedProvisioning are the ProvisioningRequests whose failure an
+	// Event has told.
+	failedProvisioning map[string]bool
 }
 
 type assumedStatus struct {
@@ -370,6 +376,9 @@ func (s *Scheduler) Cycle(ctx context.Context) error {
 	driver.ApplyPlan(plan, demand, now, changes)
 	s.dispatch(ctx, changes)
 	s.writeQueues(ctx, v.Queues, plan.Queues)
+	if s.Provisioning.Class != "" {
+		s.syncProvisioning(ctx, plan, demand, now)
+	}
 	return nil
 }
 

@@ -33,13 +33,16 @@ type Options struct {
 	// scheduling.k8s.io/v1beta1 PodGroups), "on" or "off": whether each
 	// reserved gang also gets a PodGroup (podgroup.go).
 	PodGroups string
+	// Provisioning asks a cluster autoscaler for the nodes of gangs that
+	// do not fit, with ProvisioningRequests (off without a Class).
+	Provisioning Provisioning
 }
 
 // Setup adds phasegang's scheduler and reconciler to a manager.
 func Setup(mgr ctrl.Manager, o Options) error {
 	m := NewMetrics(nil)
 	rec := mgr.GetEventRecorder("phasegang")
-	sched := &Scheduler{Client: mgr.GetClient(), Recorder: rec, Config: o.Engine, Interval: o.Interval, Metrics: m}
+	sched := &Scheduler{Client: mgr.GetClient(), Recorder: rec, Config: o.Engine, Interval: o.Interval, Metrics: m, Provisioning: o.Provisioning}
 	if err := sched.SetupWithManager(mgr); err != nil {
 		return err
 	}

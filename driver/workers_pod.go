@@ -119,6 +119,9 @@ func WorkerPod(pt *v1alpha1.PhasedTraining, ps *v1alpha1.PhaseStatus, index int3
 // matches the metadata.name field rather than the kubernetes.io/Hostname
 // label: on some clouds the Hostname label differs from the node name.
 func pinToNode(spec *corev1.PodSpec, node string) {
+	if node == "" {
+		return // a template for no node in particular (ProvisioningTemplate)
+	}
 	pin := corev1.NodeSelectorRequirement{Key: "metadata.name", Operator: corev1.NodeSelectorOpIn, Values: []string{node}}
 	if spec.Affinity == nil {
 		spec.Affinity = &corev1.Affinity{}

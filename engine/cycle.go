@@ -78,7 +78,7 @@ func (s *State) cycle(now time.Time) Plan {
 	s.compactOrder()
 	slices.SortFunc(infeasible, func(a, b *gangReq) int { return compareQueue(&a.req, &b.req) })
 	for _, gr := range infeasible {
-		plan.Infeasible = append(plan.Infeasible, Infeasible{Gang: gr.req.Gang, Message: gr.infeasible})
+		plan.Infeasible = append(plan.Infeasible, Infeasible{Gang: gr.req.Gang, Message: gr.infeasible, Nodes: gr.nodeInfeasible != "" && gr.infeasible == gr.nodeInfeasible})
 	}
 	if a.fenced == nil {
 		s.fence = nil

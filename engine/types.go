@@ -376,4 +376,8 @@ type Infeasible struct {
 	Gang GangKey
 	// Message is a sentence with the numbers.
 	Message string
+	// Nodes says the nodes rule it out (no current node, even empty,
+	// holds a worker, or all of them together not the gang), not a quota
+	// or tenant queue: more nodes would let it in.
+	Nodes bool
 }

@@ -123,8 +123,9 @@ func startController() *controllerProcess {
 		panic(err)
 	}
 	probes, metrics := "127.0.0.1:"+freePort(), "127.0.0.1:"+freePort()
-	cmd := exec.Command(binary, "controller", "--metrics-bind-address", metrics,
-		"--health-probe-bind-address", probes, "--resync", "1s", "--starvation-bound", "1m")
+	args := append([]string{"controller", "--metrics-bind-address", metrics,
+		"--health-probe-bind-address", probes, "--resync", "1s", "--starvation-bound", "1m"}, extraControllerArgs...)
+	cmd := exec.Command(binary, args...)
 	cmd.Stdout, cmd.Stderr = f, f
 	cmd.Env = append(os.Environ(), extraControllerEnv...)
 	if err := cmd.Start(); err != nil {
@@ -133,8 +134,9 @@ func startController() *controllerProcess {
 	return &controllerProcess{cmd: cmd, log: f, probes: probes, metrics: metrics}
 }
 
-// extraControllerEnv is added to the controller's environment (tracing).
-var extraControllerEnv []string
+// extraControllerEnv is added to the controller's environment (tracing),
+// extraControllerArgs to its flags (provisioning).
+var extraControllerEnv, extraControllerArgs []string
 
 func (c *controllerProcess) kill() {
 	_ = c.cmd.Process.Signal(syscall.SIGKILL)

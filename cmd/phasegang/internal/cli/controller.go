@@ -14,6 +14,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/phasegang/phasegang/controllers"
+	"github.com/phasegang/phasegang/driver"
 	"github.com/phasegang/phasegang/engine"
 )
 
@@ -29,6 +30,8 @@ type controllerFlags struct {
 	workers          int
 	pprofAddr        string
 	podGroups        string
+	provisioning     string
+	provisionDelay   time.Duration
 }
 
 func newController() *cobra.Command {
@@ -63,6 +66,8 @@ OTEL_SDK_DISABLED=true turns it off. See docs/tracing.md.`,
 	fl.BoolVar(&f.development, "development", false, "human-readable logs")
 	fl.IntVar(&f.workers, "workers", 32, "PhasedTrainings reconciled at once (reconciles mostly wait on the API server)")
 	fl.StringVar(&f.pprofAddr, "pprof-bind-address", "", "address of Go's /debug/pprof profiles (empty: off)")
+	fl.StringVar(&f.provisioning, "provisioning-class", "", "ask a cluster autoscaler for the nodes of a gang that does not fit, with a ProvisioningRequest (autoscaling.x-k8s.io/v1) of this provisioningClassName, e.g. "+driver.ProvisioningAtomicClass+" (empty: off; needs cluster-autoscaler's ProvisioningRequest support)")
+	fl.DurationVar(&f.provisionDelay, "provisioning-delay", 30*time.Second, "how long a gang waits for capacity before its ProvisioningRequest is made")
 	fl.StringVar(&f.podGroups, "pod-groups", "auto", "give every reserved gang a Kubernetes PodGroup (scheduling.k8s.io/v1beta1), so kube-scheduler binds its pods all or none: auto (when the API server serves them), on or off")
 	return cmd
 }
@@ -109,11 +114,12 @@ func runController(f *controllerFlags) error {
 		ctrl.Log.Info("tracing on: exporting OTLP spans (OTEL_* environment)")
 	}
 	if err := controllers.Setup(mgr, controllers.Options{
-		Engine:    engine.Config{StarvationBound: f.starvationBound},
-		Interval:  f.interval,
-		Workers:   f.workers,
-		Tracer:    tracing.PhaseTracer(),
-		PodGroups: f.podGroups,
+		Engine:       engine.Config{StarvationBound: f.starvationBound},
+		Interval:     f.interval,
+		Workers:      f.workers,
+		Tracer:       tracing.PhaseTracer(),
+		PodGroups:    f.podGroups,
+		Provisioning: controllers.Provisioning{Class: f.provisioning, Delay: f.provisionDelay},
 	}); err != nil {
 		return err
 	}
