@@ -135,19 +135,18 @@ func stopRemaining(st *v1alpha1.PhasedTrainingStatus, now time.Time, msg string)
 	}
 }
 
-// stepEvents tells what a step did. A phase being queued has no event of
-// its own: the scheduler's Reserved says how long it waited, and a phase
-// still waiting says why in its waitingFor. The pipeline's state is
-// announced only when it ends: between phases it goes Queued ↔ Running
-// each time, which the phase events already tell.
+// stepEvents tells what a person reads of a step: a phase that failed,
+// was requeued or skipped, and the pipeline's end. A phase that succeeds
+// has no event (its end, outputs and history are in the status, and the
+// pipeline's own end says it all went well); nor has a phase being
+// queued: the scheduler's Reserved says when one waited long, and a
+// phase still waiting says why in its waitingFor. Between phases the
+// pipeline goes Queued ↔ Running, which the conditions tell.
 func stepEvents(before, after *v1alpha1.PhasedTrainingStatus, step phases.Step) []Event {
 	var out []Event
 	for _, e := range step.End {
-		msg := fmt.Sprintf("phase %s %s: %s", e.Name, strings.ToLower(string(e.State)), e.Message)
 		if e.State == v1alpha1.PhaseFailed {
-			out = append(out, warning("Phase"+string(e.State), "Run", msg))
-		} else {
-			out = append(out, normal("Phase"+string(e.State), "Run", msg))
+			out = append(out, warning("Phase"+string(e.State), "Run", fmt.Sprintf("phase %s %s: %s", e.Name, strings.ToLower(string(e.State)), e.Message)))
 		}
 	}
 	for _, rq := range step.Requeue {

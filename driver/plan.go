@@ -167,9 +167,9 @@ func applyReserve(c *Change, i int, rv engine.Reservation, now time.Time) {
 	for _, w := range rv.Workers {
 		nodes[w.Index] = w.Node
 	}
-	waited := ""
+	var wait time.Duration
 	if ps.QueuedTime != nil {
-		waited = fmt.Sprintf(" after %s queued", now.Sub(ps.QueuedTime.Time).Round(time.Second))
+		wait = now.Sub(ps.QueuedTime.Time)
 	}
 	Reserve(c.Status, i, nodes, now)
 	if ph := SpecPhase(c.Pipeline, ps.Name); ph != nil {
@@ -178,8 +178,16 @@ func applyReserve(c *Change, i int, rv engine.Reservation, now time.Time) {
 		ps.Workers.Min, ps.Workers.Desired = ph.Gang.Min, ph.Gang.DesiredOrMin()
 	}
 	setCondition(c.Status, c.Pipeline.Generation, v1alpha1.ConditionInfeasible, false, v1alpha1.ReasonGangReserved, "the gang fits")
-	c.Events = append(c.Events, normal("Reserved", "Schedule", fmt.Sprintf("phase %s: reserved %d workers on %s%s", PhaseLabel(ps), len(nodes), reservationText(ps.Reservation), waited)))
+	if wait >= NoteworthyWait {
+		c.Events = append(c.Events, normal("Reserved", "Schedule", fmt.Sprintf("phase %s: reserved %d workers on %s after %s queued", PhaseLabel(ps), len(nodes), reservationText(ps.Reservation), wait.Round(time.Second))))
+	}
 }
+
+// NoteworthyWait is how long a phase must have been queued for its
+// reservation to be an Event: a person reads why a phase started late,
+// not that one started at once (the phase's history records every
+// reservation, and each Event is one more API write).
+const NoteworthyWait = time.Minute
 
 // Reserve records a grant in phase status i: the phase runs, worker w on
 // nodes[w]. The simulator's baseline policies, which grant outside the

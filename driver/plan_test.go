@@ -362,8 +362,7 @@ func TestApplyPlan(t *testing.T) {
 						History: []v1alpha1.PhaseEvent{{Time: stamp, Type: v1alpha1.PhaseEventReserved, Workers: 2}}}},
 					Conditions: append(startingConds("starting: train: 0 of 2 workers running (it runs at 2)"),
 						condGen(1, v1alpha1.ConditionInfeasible, false, v1alpha1.ReasonGangReserved, "the gang fits")),
-					State:  v1alpha1.PipelineStarting,
-					Events: []Event{normal("Reserved", "Schedule", "phase train: reserved 2 workers on n1×2")},
+					State: v1alpha1.PipelineStarting, // reserved at once: no Event
 				},
 				"ns/b": {
 					Phases:     []v1alpha1.PhaseStatus{{Name: "train", State: v1alpha1.PhaseQueued, WaitingFor: "backing off after a start timeout until 04:05:05"}},
