@@ -96,7 +96,36 @@ func (s *State) cycle(now time.Time) Plan {
 		plan.Waiting = append(plan.Waiting, a.quotaWaits...)
 		plan.Queues = s.queueUsage()
 	}
+	plan.Recheck = s.recheck(now)
 	return plan
+}
+
+// recheck is the earliest instant after now at which the passing of time
+// alone can change a decision for a gang still queued: its retry backoff
+// ends (NotBefore), it reaches the starvation bound (it may fence or hold
+// its quota), or it has waited its queue's reclaimGracePeriod (it may
+// preempt). Zero when no such instant is ahead. The simulator wakes
+// itself then; without it a decision waits for the next unrelated event.
+func (s *State) recheck(now time.Time) time.Time {
+	var at time.Time
+	consider := func(t time.Time) {
+		if t.After(now) && (at.IsZero() || t.Before(at)) {
+			at = t
+		}
+	}
+	for _, gr := range s.order {
+		if gr.removed {
+			continue
+		}
+		consider(gr.req.NotBefore)
+		consider(gr.req.Queued.Add(s.cfg.StarvationBound))
+		if c := s.queueCharge(gr); c.q >= 0 {
+			if grace := s.queues[c.q].q.ReclaimGrace; grace != nil {
+				consider(gr.req.Queued.Add(*grace))
+			}
+		}
+	}
+	return at
 }
 
 // compactOrder drops the gangs that left the queue from order, keeping

@@ -301,3 +301,41 @@ func TestWithinQueueMessage(t *testing.T) {
 		t.Fatalf("preemptions %+v\nwant message %q", plan.Preemptions, want)
 	}
 }
+
+// TestRecheckNamesTheNextTimedDecision: a plan tells when time alone
+// changes a decision, so a caller that cycles only on events (the
+// simulator) preempts at the grace period's end, not at the next event.
+func TestRecheckNamesTheNextTimedDecision(t *testing.T) {
+	nodes := []Node{gpuNode("a", 8), gpuNode("b", 8)}
+	ledger := []Grant{
+		grantIn(inQueue("team-a", "a-old", 8, 8, 0), "a", 8),
+		grantIn(inQueue("team-a", "a-young", 8, 8, 1), "b", 8),
+	}
+	s := NewState(Config{StarvationBound: time.Hour}, nodes, ledger)
+	s.SetQueues([]Queue{gpuQueue("team-a", "research", 8), lender(ReclaimAny, dur(5*time.Minute))})
+	w := inQueue("team-b", "b", 8, 8, 10)
+	s.Submit(w)
+
+	plan := s.Cycle(w.Queued.Add(time.Minute))
+	if want := w.Queued.Add(5 * time.Minute); !plan.Recheck.Equal(want) || preempted(plan) != "" {
+		t.Fatalf("within the grace: Recheck %v, preempted %q; want %v and nothing", plan.Recheck, preempted(plan), want)
+	}
+	plan = s.Cycle(plan.Recheck)
+	if preempted(plan) != "ns/a-young" {
+		t.Fatalf("at the Recheck: preempted %q, want ns/a-young", preempted(plan))
+	}
+	if want := w.Queued.Add(time.Hour); !plan.Recheck.Equal(want) {
+		t.Fatalf("after the preemption: Recheck %v, want the starvation bound %v", plan.Recheck, want)
+	}
+
+	s = NewState(Config{StarvationBound: time.Hour}, nodes, nil)
+	retry := req("r", 1, 1, 0)
+	retry.NotBefore = t0.Add(30 * time.Second)
+	s.Submit(retry)
+	if plan := s.Cycle(t0); !plan.Recheck.Equal(retry.NotBefore) || reserved(plan) != "" {
+		t.Fatalf("backoff: Recheck %v, reserved %q; want %v and nothing", plan.Recheck, reserved(plan), retry.NotBefore)
+	}
+	if plan := s.Cycle(retry.NotBefore); reserved(plan) != "ns/r" || !plan.Recheck.IsZero() {
+		t.Fatalf("after the backoff: reserved %q, Recheck %v; want ns/r and none", reserved(plan), plan.Recheck)
+	}
+}

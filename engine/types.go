@@ -227,6 +227,11 @@ type Plan struct {
 	// a lender whose gang waited past its reclaimGracePeriod (preempt.go);
 	// each is in Releases too, with reason ReleasePreempted.
 	Preemptions []Preemption
+	// Recheck is the next instant at which time alone may change a
+	// decision (a backoff ends, a gang reaches its starvation bound or
+	// its queue's reclaimGracePeriod); zero if none is ahead. A caller
+	// that runs cycles only on events (the simulator) runs one then.
+	Recheck time.Time
 }
 
 // Release drops a whole grant.

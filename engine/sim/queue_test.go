@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -135,6 +136,57 @@ func TestQueueScenario(t *testing.T) {
 			}
 			if peak := peakGPUs(r); peak > 8 {
 				t.Errorf("ran %v GPUs at once on 8", peak)
+			}
+		})
+	}
+}
+
+// TestQueueScenarioPreempts: with a reclaimGracePeriod of 5m, team B's
+// gang preempts four of team A's borrowing trains at 35m (the simulator
+// wakes for it: nothing else happens then) under every policy that holds
+// quota: phasegang's and per-phase-rigid's gangs, whole-job's held gangs
+// (the running phase stops and the pipeline queues for a new hold) and
+// per-pod's pods. Everything still finishes, never over 8 GPUs, and the
+// per-queue figures tell it: team B waited exactly its grace period, and
+// team A lost the four trains' 35 minutes.
+func TestQueueScenarioPreempts(t *testing.T) {
+	sc := queueScenarioWith("Any, reclaimGracePeriod: 5m")
+	for _, policy := range Policies {
+		t.Run(string(policy), func(t *testing.T) {
+			s, err := LoadScenario([]byte(sc))
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := run(t, s, policy)
+			for _, pr := range r.Pipelines {
+				if pr.State != "Succeeded" {
+					t.Errorf("%s: %s (%s), want Succeeded", pr.Name, pr.State, pr.Message)
+				}
+			}
+			if peak := peakGPUs(r); peak > 8 {
+				t.Errorf("ran %v GPUs at once on 8", peak)
+			}
+			f := r.Fairness
+			if f == nil || len(f.Queues) != 2 {
+				t.Fatalf("fairness %+v, want two queues", f)
+			}
+			a, b := f.Queues[0], f.Queues[1]
+			if b.WaitMax != (5 * time.Minute).Seconds() {
+				t.Errorf("team B's longest wait %vs, want its grace period 300s", b.WaitMax)
+			}
+			if a.Preempted != 4 || b.Preempted != 0 {
+				t.Errorf("preempted A %d, B %d; want 4 of team A's trains", a.Preempted, b.Preempted)
+			}
+			if want := 4 * 35.0 / 60; math.Abs(a.PreemptedGPUh-want) > 1e-9 || f.PreemptedGPUh != a.PreemptedGPUh {
+				t.Errorf("team A lost %v GPU-hours (total %v), want %v", a.PreemptedGPUh, f.PreemptedGPUh, want)
+			}
+			// B is entitled to its 4 GPUs from 30m to its end at 1h35m
+			// and holds them from 35m.
+			if want := 60.0 / 65; math.Abs(b.Share-want) > 1e-9 {
+				t.Errorf("team B's share %v, want %v", b.Share, want)
+			}
+			if f.Jain <= 0.5 || f.Jain > 1 {
+				t.Errorf("Jain's index %v, want in (0.5, 1]", f.Jain)
 			}
 		})
 	}

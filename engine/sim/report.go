@@ -101,6 +101,8 @@ type Result struct {
 	EngineWall             time.Duration   `json:"engineWallNanos,omitempty"`
 	Wall                   time.Duration   `json:"wallNanos,omitempty"`
 	Metrics                Metrics         `json:"metrics"`
+	// Fairness is per tenant queue (nil without queues).
+	Fairness *Fairness `json:"fairness,omitempty"`
 }
 
 // Metrics summarize a run. Times are seconds.

@@ -82,6 +82,9 @@ const (
 	evEnd
 	evFail
 	evNodeLost
+	// evWake runs a cycle at a plan's Recheck: nothing else happens then,
+	// but time alone may change a decision (a preemption, a fence).
+	evWake
 )
 
 type event struct {
@@ -171,6 +174,11 @@ type simulator struct {
 	engWall time.Duration
 	// lostNodes says a node was removed since the last cycle.
 	lostNodes bool
+	// wakes are the evWake instants pushed and not yet reached.
+	wakes map[time.Duration]bool
+	// queues tracks the tenant queues' demand and use (nil without
+	// queues).
+	queues *queueTracker
 }
 
 // Run simulates a scenario under one policy.
@@ -193,6 +201,7 @@ func Run(sc *Scenario, opts Options) (*Result, error) {
 		byName: map[string]*pipeRun{},
 		runs:   map[engine.GangKey]*phaseRun{},
 		dirty:  map[*pipeRun]bool{},
+		wakes:  map[time.Duration]bool{},
 		res:    &Result{Scenario: sc.Name, Policy: opts.Policy, GPUs: sc.Cluster.GPUs()},
 	}
 	s.st = engine.NewState(cfg, sc.Cluster.Nodes(), nil)
@@ -201,6 +210,7 @@ func Run(sc *Scenario, opts Options) (*Result, error) {
 	}
 	if len(sc.Queues) > 0 {
 		s.st.SetQueues(sc.engineQueues())
+		s.queues = newQueueTracker(sc.engineQueues())
 	}
 	if err := s.load(); err != nil {
 		return nil, err
@@ -302,6 +312,8 @@ func (s *simulator) loop() {
 			case evNodeLost:
 				s.st.RemoveNode(e.node)
 				s.lostNodes = true // the next cycle releases its gangs
+			case evWake:
+				delete(s.wakes, s.now)
 			}
 		}
 		// Progress pipelines and schedule until nothing changes at this
@@ -311,6 +323,9 @@ func (s *simulator) loop() {
 			if !s.cycle() && len(s.dirty) == 0 {
 				break
 			}
+		}
+		if s.queues != nil {
+			s.queues.sample(s)
 		}
 		step++
 		if s.opts.Progress != nil && step%1024 == 0 {
@@ -455,17 +470,108 @@ func (s *simulator) enqueue(p *pipeRun, in phases.Instance, req engine.Request) 
 		// controllers create their pods concurrently.
 		p.pods[in] = &podGroup{nodes: make([]string, req.Desired), placedAt: make([]time.Duration, req.Desired)}
 		for w := range int(req.Desired) {
-			pod := req
-			pod.Gang = podKey(p, in, w)
-			pod.Min, pod.Desired = 1, 1
-			pod.Created = Epoch.Add(s.now + time.Duration(w))
-			s.st.Submit(pod)
+			s.st.Submit(podRequest(req, p, in, w, s.now))
 		}
 	case PolicyWholeJob:
 		if p.hold.granted {
 			s.startOnHold(p, in)
 		}
 	}
+}
+
+// podRequest is worker w of a per-pod phase attempt as its own gang,
+// created at created (+w ns, so the workers keep their order).
+func podRequest(req engine.Request, p *pipeRun, in phases.Instance, w int, created time.Duration) engine.Request {
+	pod := req
+	pod.Gang = podKey(p, in, w)
+	pod.Min, pod.Desired = 1, 1
+	pod.Created = Epoch.Add(created + time.Duration(w))
+	return pod
+}
+
+// holdsOutsideRuns says the policy's grants are not the phase runs': a
+// whole-job pipeline's held gang, a per-pod pod.
+func (s *simulator) holdsOutsideRuns() bool {
+	return s.opts.Policy == PolicyWholeJob || s.opts.Policy == PolicyPerPod
+}
+
+// evict carries out the release (a preemption, a lost node) of a
+// baseline's grant that is not a phase run. A whole-job pipeline's held
+// gang: its running phase stops and queues again, and the pipeline queues
+// for a new hold with its age, as Kueue requeues an evicted Job. A
+// per-pod pod of a started phase takes the phase down with it, as a
+// distributed job restarts when it loses a worker; a pod still waiting
+// for its siblings is queued again alone.
+func (s *simulator) evict(p *pipeRun, rel engine.Release) {
+	switch s.opts.Policy {
+	case PolicyWholeJob:
+		h := p.hold
+		if h == nil || rel.Gang != h.key || !h.granted {
+			return
+		}
+		for _, r := range s.runsOf(p) {
+			s.requeueRun(r, rel)
+		}
+		s.res.IdleReservedGPUSeconds += h.gpus*float64(len(h.nodes))*(s.now-h.since).Seconds() - h.busy
+		s.submitHold(p)
+	case PolicyPerPod:
+		in, w := podInstance(rel.Gang)
+		g := p.pods[in]
+		if g == nil || g.nodes[w] == "" {
+			return
+		}
+		if r := s.runs[s.gangKey(p, in)]; r != nil {
+			s.requeueRun(r, rel)
+			s.withdraw(p, in)
+			ps := p.pt.Status.Phase(in.Name, in.Iteration)
+			s.enqueue(p, in, driver.Request(p.pt, driver.SpecPhase(p.pt, in.Name), ps, s.sc.PriorityClasses))
+			return
+		}
+		s.res.IdleReservedGPUSeconds += p.c.gpus[in.Name] * (s.now - g.placedAt[w]).Seconds()
+		s.recordIdle(p, in, w, g.nodes[w], g.placedAt[w])
+		g.nodes[w] = ""
+		g.placed--
+		ps := p.pt.Status.Phase(in.Name, in.Iteration)
+		req := driver.Request(p.pt, driver.SpecPhase(p.pt, in.Name), ps, s.sc.PriorityClasses)
+		req.Queued = Epoch.Add(s.now)
+		s.st.Submit(podRequest(req, p, in, w, s.now))
+	}
+}
+
+// runsOf lists a pipeline's running phase attempts.
+func (s *simulator) runsOf(p *pipeRun) []*phaseRun {
+	var out []*phaseRun
+	for _, r := range s.runs {
+		if r.p == p {
+			out = append(out, r)
+		}
+	}
+	slices.SortFunc(out, func(a, b *phaseRun) int { return strings.Compare(a.key.String(), b.key.String()) })
+	return out
+}
+
+// requeueRun stops a running attempt whose grant was released and queues
+// it again in its status, as ApplyPlan does for a phasegang gang.
+func (s *simulator) requeueRun(r *phaseRun, rel engine.Release) {
+	if rel.Reason == engine.ReleasePreempted {
+		s.bookPreempted(r)
+	}
+	s.stop(r)
+	s.applyStatuses(engine.Plan{Releases: []engine.Release{{Gang: r.key, Reason: rel.Reason, Message: rel.Message}}}, Epoch.Add(s.now))
+	r.p.queuedAt[r.inst] = s.now
+}
+
+// bookPreempted charges the work a preempted attempt loses (it reruns
+// from the start) to its queue.
+func (s *simulator) bookPreempted(r *phaseRun) {
+	if s.queues == nil {
+		return
+	}
+	lost := 0.0
+	for _, since := range r.since {
+		lost += (s.now - since).Seconds() * r.gpus
+	}
+	s.queues.preempted(r.p, lost)
 }
 
 func (s *simulator) withdraw(p *pipeRun, in phases.Instance) {
@@ -554,8 +660,27 @@ func (s *simulator) cycle() bool {
 		s.engWall += s.opts.Clock().Sub(t0)
 	}
 	s.res.Cycles++
+	s.wakeAt(plan.Recheck)
 	s.applyStatuses(plan, now)
 	return s.play(plan)
+}
+
+// maxWake ignores a Recheck further ahead than this: the per-pod policy
+// runs with a starvation bound of forever, which never fires.
+const maxWake = 100 * 365 * 24 * time.Hour
+
+// wakeAt makes the loop run a cycle at the plan's Recheck, as the
+// controller's periodic cycle would (within its interval).
+func (s *simulator) wakeAt(at time.Time) {
+	if at.IsZero() {
+		return
+	}
+	d := at.Sub(Epoch)
+	if d <= s.now || d-s.now > maxWake || s.wakes[d] {
+		return
+	}
+	s.wakes[d] = true
+	s.push(d, event{kind: evWake})
 }
 
 // applyStatuses writes the plan into the statuses of the pipelines it
@@ -612,7 +737,18 @@ func (s *simulator) planPipelines(plan engine.Plan) []*pipeRun {
 func (s *simulator) play(plan engine.Plan) bool {
 	changed := false
 	for _, rel := range plan.Releases {
-		if r := s.runs[rel.Gang]; r != nil && driver.Requeues(rel.Reason) {
+		if !driver.Requeues(rel.Reason) {
+			continue
+		}
+		if p := s.byName[rel.Gang.Pipeline]; p != nil && s.holdsOutsideRuns() && s.runs[rel.Gang] == nil {
+			s.evict(p, rel)
+			changed = true
+			continue
+		}
+		if r := s.runs[rel.Gang]; r != nil {
+			if rel.Reason == engine.ReleasePreempted {
+				s.bookPreempted(r)
+			}
 			s.stop(r)
 			p := r.p
 			// The status now has the attempt queued again (ApplyPlan):
@@ -732,6 +868,9 @@ func (s *simulator) start(p *pipeRun, in phases.Instance, nodes []string) {
 	}
 	delete(p.queuedAt, in)
 	s.res.Waits = append(s.res.Waits, s.now-r.queued)
+	if s.queues != nil {
+		s.queues.wait(p, s.now-r.queued)
+	}
 	s.runs[r.key] = r
 	if s.opts.Policy == PolicyPerPod || s.opts.Policy == PolicyWholeJob {
 		if i := statusIndex(&p.pt.Status, in); i >= 0 {
@@ -941,6 +1080,9 @@ func findCondition(st *v1alpha1.PhasedTrainingStatus, t v1alpha1.ConditionType) 
 }
 
 func (s *simulator) finish() {
+	if s.queues != nil {
+		s.res.Fairness = s.queues.fairness(s.now)
+	}
 	for _, p := range s.pipes {
 		s.res.Pipelines = append(s.res.Pipelines, p.result)
 		if s.opts.Record {
