@@ -2,6 +2,8 @@ package engine
 
 import (
 	"cmp"
+	"iter"
+	"math"
 	"slices"
 	"time"
 )
@@ -298,11 +300,14 @@ func (s *State) grow(plan *Plan, blocked []*gangReq, reserved map[GangKey]int, q
 		}
 	}
 	slices.SortFunc(cands, func(a, b *grantState) int { return compareQueue(&a.req, &b.req) })
-	oldest := oldestBlocked(blocked)
-	for _, g := range cands {
-		if oldest != nil && compareQueue(&g.req, &oldest.req) > 0 {
-			break
+	if oldest := oldestBlocked(blocked); oldest != nil {
+		n := 0
+		for n < len(cands) && compareQueue(&cands[n].req, &oldest.req) <= 0 {
+			n++
 		}
+		cands = cands[:n]
+	}
+	for g := range s.growOrder(cands) {
 		if len(frozen) > 0 && frozen[s.queueCharge(&g.gangReq).q] {
 			continue
 		}
@@ -318,6 +323,44 @@ func (s *State) grow(plan *Plan, blocked []*gangReq, reserved map[GangKey]int, q
 			plan.Reserves[i].Workers = append(plan.Reserves[i].Workers, added...)
 		} else {
 			plan.Grows = append(plan.Grows, Reservation{Gang: g.req.Gang, Workers: added})
+		}
+	}
+}
+
+// growOrder yields the candidates (in queue order) in the order they
+// grow: without tenant queues, queue order; with them, each time the
+// next candidate of the queue with the lowest fair-sharing share, as the
+// admission walk takes queued gangs, so what the cohort lends goes first
+// to the queue furthest below its share and not to whichever queue holds
+// the oldest gang. Shares are read as each candidate is taken: growing
+// one gang raises its queue's share before the next is chosen.
+func (s *State) growOrder(cands []*grantState) iter.Seq[*grantState] {
+	return func(yield func(*grantState) bool) {
+		if len(s.queues) == 0 {
+			for _, g := range cands {
+				if !yield(g) {
+					return
+				}
+			}
+			return
+		}
+		left := slices.Clone(cands)
+		for len(left) > 0 {
+			best, bestShare := 0, math.Inf(1)
+			for i, g := range left {
+				sh := 0.0
+				if q := s.queueCharge(&g.gangReq).q; q >= 0 {
+					sh = s.queues[q].share()
+				}
+				if i == 0 || sh < bestShare {
+					best, bestShare = i, sh
+				}
+			}
+			g := left[best]
+			left = slices.Delete(left, best, best+1)
+			if !yield(g) {
+				return
+			}
 		}
 	}
 }

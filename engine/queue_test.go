@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -359,5 +360,26 @@ func TestWaitAheadCountsTheGangsOwnQueue(t *testing.T) {
 	want := "needs 8 × {nvidia.com/gpu: 1} at once on 2 matching nodes; 1 fit now across 1 nodes, largest block 1; 1 gang ahead in queue team-a (younger gangs that fit may start first until the head waits past the starvation bound)"
 	if got := waitOf(plan, "ns/a-next").Message(); got != want {
 		t.Errorf("message:\n got %q\nwant %q", got, want)
+	}
+}
+
+// TestGrowthGoesToTheQueueBelowItsShare: what the cohort has free goes
+// to the elastic gang of the queue with the lowest share, not to the
+// oldest gang: team A already holds 10 of its 8 GPUs, team B 2.
+func TestGrowthGoesToTheQueueBelowItsShare(t *testing.T) {
+	nodes := []Node{gpuNode("n", 16)}
+	ledger := []Grant{
+		grantIn(inQueue("team-a", "a-old", 2, 12, 0), "n", 10),
+		grantIn(inQueue("team-b", "b-young", 2, 8, 5), "n", 2),
+	}
+	s := NewState(Config{StarvationBound: time.Hour}, nodes, ledger)
+	s.SetQueues([]Queue{gpuQueue("team-a", "c", 8), gpuQueue("team-b", "c", 8)})
+	plan := s.Cycle(t0.Add(time.Hour))
+	var got []string
+	for _, g := range plan.Grows {
+		got = append(got, fmt.Sprintf("%s+%d", g.Gang.Pipeline, len(g.Workers)))
+	}
+	if strings.Join(got, ",") != "ns/b-young+4" {
+		t.Errorf("grows %v, want team B's gang to take the 4 free GPUs", got)
 	}
 }

@@ -96,9 +96,10 @@ type TenantQueueSpec struct {
 	FairSharing *FairSharing `json:"fairSharing,omitempty"`
 
 	// preemption says what the queue may take back, and from whom, when
-	// its gangs wait. Only reclaimWithinCohort is acted on so far: at
-	// phase boundaries, and past reclaimGracePeriod by preempting
-	// borrowing gangs whole (see docs/queues.md).
+	// its gangs wait: quota its cohort borrowed (reclaimWithinCohort), at
+	// phase boundaries and past reclaimGracePeriod by preempting
+	// borrowing gangs whole, and its own quota from its lower-priority
+	// gangs (withinQueue). See docs/queues.md.
 	// +optional
 	Preemption *QueuePreemption `json:"preemption,omitempty"`
 }

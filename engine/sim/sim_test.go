@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"flag"
 	"fmt"
+	"github.com/phasegang/phasegang/apis/v1alpha1"
 	"os"
 	"path/filepath"
 	"slices"
@@ -307,5 +308,70 @@ workload:
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("want an error containing %q, got %v", want, err)
 		}
+	}
+}
+
+// TestTraceTeams: --teams keeps the busiest teams' jobs, each in its own
+// queue of an equal share of the cluster, in one cohort; a trace that
+// names no team is dealt out in turn.
+func TestTraceTeams(t *testing.T) {
+	const csv = `timestamp,duration,num_gpus,gpu_time,cluster
+2017-10-01 00:00:00,3600,8,28800,big
+2017-10-01 00:10:00,3600,1,3600,small
+2017-10-01 00:20:00,7200,2,14400,mid
+2017-10-01 00:30:00,3600,4,14400,big
+`
+	jobs, err := ReadTrace(strings.NewReader(csv))
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := DefaultTraceOptions()
+	o.Teams = 2
+	grace := 5 * time.Minute
+	o.ReclaimGrace = &grace
+	kept := FilterTrace(jobs, o)
+	var teams []string
+	for _, j := range kept {
+		teams = append(teams, j.Team)
+	}
+	if got := strings.Join(teams, ","); got != "big,mid,big" {
+		t.Fatalf("teams of the kept jobs %s, want big,mid,big (small has the fewest GPU-hours)", got)
+	}
+	if kept[0].Arrival != 0 || kept[1].Arrival != 20*time.Minute {
+		t.Errorf("arrivals %v, %v; want 0 and 20m", kept[0].Arrival, kept[1].Arrival)
+	}
+	sc := TraceScenario("teams", kept, o, 3, 8)
+	if len(sc.Queues) != 2 {
+		t.Fatalf("%d queues, want 2", len(sc.Queues))
+	}
+	for i, want := range []struct {
+		name    string
+		nominal int64
+	}{{"team-big", 12}, {"team-mid", 12}} {
+		q := sc.Queues[i]
+		if q.Name != want.name || q.Spec.Cohort != "trace" || q.Spec.Resources[0].NominalQuota.Value() != want.nominal {
+			t.Errorf("queue %d: %s in %q with %v, want %s in trace with %d", i, q.Name, q.Spec.Cohort, q.Spec.Resources[0].NominalQuota.String(), want.name, want.nominal)
+		}
+		if p := q.Spec.Preemption; p == nil || p.ReclaimWithinCohort != v1alpha1.PreemptAny || p.ReclaimGracePeriod.Duration != grace {
+			t.Errorf("queue %s: preemption %+v, want Any after %v", q.Name, p, grace)
+		}
+	}
+	if got := sc.Workload[1].Training.Spec.QueueName; got != "team-mid" {
+		t.Errorf("second job's queue %q, want team-mid", got)
+	}
+	if err := sc.validate(); err != nil {
+		t.Errorf("the scenario does not validate: %v", err)
+	}
+
+	anonymous, err := ReadTrace(strings.NewReader("job_id,num_gpu,submit_time,iterations,model_name,duration,interval\n1,1,0,1,m,60,0\n2,1,10,1,m,60,0\n3,1,20,1,m,60,0\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	teams = nil
+	for _, j := range FilterTrace(anonymous, o) {
+		teams = append(teams, j.Team)
+	}
+	if got := strings.Join(teams, ","); got != "t0,t1,t0" {
+		t.Errorf("a trace without teams dealt out as %s, want t0,t1,t0", got)
 	}
 }

@@ -1,10 +1,12 @@
 package sim
 
 import (
+	"cmp"
 	"encoding/csv"
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"slices"
 	"strconv"
@@ -12,6 +14,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/phasegang/phasegang/apis/v1alpha1"
@@ -37,6 +40,15 @@ type TraceOptions struct {
 	Limit int
 	// Rigid makes train a rigid gang of g (no elasticity).
 	Rigid bool
+	// Teams, if > 0, shares the cluster between that many tenant queues
+	// of equal nominal quota in one cohort: the trace's busiest teams
+	// (Philly's virtual clusters, its cluster column, by GPU-hours in the
+	// slice; a trace without one is dealt out in turn), each a queue
+	// team-<name>. The other teams' jobs are dropped.
+	Teams int
+	// ReclaimGrace is the queues' reclaimGracePeriod, with
+	// reclaimWithinCohort Any (nil: reclaim at phase boundaries only).
+	ReclaimGrace *time.Duration
 }
 
 // DefaultTraceOptions is the documented 80/10/10 split.
@@ -47,6 +59,9 @@ type TraceJob struct {
 	Arrival  time.Duration
 	Duration time.Duration
 	GPUs     int
+	// Team is who submitted it: Philly's virtual cluster ("" if the
+	// trace does not say).
+	Team string
 }
 
 // ReadTrace reads a Philly (timestamp,duration,num_gpus,gpu_time,cluster)
@@ -74,7 +89,11 @@ func ReadTrace(r io.Reader) ([]TraceJob, error) {
 			}
 			d, err1 := strconv.ParseFloat(rec[col["duration"]], 64)
 			g, err2 := strconv.Atoi(rec[col["num_gpus"]])
-			return TraceJob{Arrival: time.Duration(ts.Unix()) * time.Second, Duration: seconds(d), GPUs: g}, errors.Join(err1, err2)
+			j := TraceJob{Arrival: time.Duration(ts.Unix()) * time.Second, Duration: seconds(d), GPUs: g}
+			if c, ok := col["cluster"]; ok && c < len(rec) {
+				j.Team = strings.TrimSpace(rec[c])
+			}
+			return j, errors.Join(err1, err2)
 		}
 	case has(col, "num_gpu", "submit_time", "duration"):
 		parse = func(rec []string) (TraceJob, error) {
@@ -125,8 +144,58 @@ func has(col map[string]int, names ...string) bool {
 
 func seconds(f float64) time.Duration { return time.Duration(f * float64(time.Second)) }
 
-// FilterTrace applies the options' slice, GPU filter, clip and limit.
+// FilterTrace applies the options' slice, GPU filter, teams, clip and
+// limit.
 func FilterTrace(jobs []TraceJob, o TraceOptions) []TraceJob {
+	jobs = sliceTrace(jobs, o)
+	if o.Teams > 0 {
+		jobs = keepTeams(jobs, o.Teams)
+	}
+	if o.Limit > 0 && len(jobs) > o.Limit {
+		jobs = jobs[:o.Limit]
+	}
+	return jobs
+}
+
+// keepTeams keeps the jobs of the n teams with the most GPU-hours (ties
+// by name), or, when the trace names no team, deals the jobs out to n
+// teams in turn (t0, t1, ...).
+func keepTeams(jobs []TraceJob, n int) []TraceJob {
+	work := map[string]float64{}
+	for _, j := range jobs {
+		work[j.Team] += j.Duration.Hours() * float64(j.GPUs)
+	}
+	if _, anonymous := work[""]; anonymous && len(work) == 1 {
+		out := slices.Clone(jobs)
+		for i := range out {
+			out[i].Team = fmt.Sprintf("t%d", i%n)
+		}
+		return out
+	}
+	teams := slices.Collect(maps.Keys(work))
+	slices.SortFunc(teams, func(a, b string) int {
+		return cmp.Or(cmp.Compare(work[b], work[a]), strings.Compare(a, b))
+	})
+	keep := teams[:min(n, len(teams))]
+	var out []TraceJob
+	for _, j := range jobs {
+		if slices.Contains(keep, j.Team) {
+			out = append(out, j)
+		}
+	}
+	// The slice starts at its first kept job.
+	if len(out) > 0 {
+		base := out[0].Arrival
+		for i := range out {
+			out[i].Arrival -= base
+		}
+	}
+	return out
+}
+
+// sliceTrace keeps the jobs of the window with enough GPUs, from 0,
+// clipped.
+func sliceTrace(jobs []TraceJob, o TraceOptions) []TraceJob {
 	var out []TraceJob
 	var base time.Duration = -1
 	for _, j := range jobs {
@@ -141,9 +210,6 @@ func FilterTrace(jobs []TraceJob, o TraceOptions) []TraceJob {
 			j.Duration = o.Clip
 		}
 		out = append(out, j)
-		if o.Limit > 0 && len(out) == o.Limit {
-			break
-		}
 	}
 	return out
 }
@@ -169,13 +235,55 @@ func TraceScenario(name string, jobs []TraceJob, o TraceOptions, nodes, gpusPerN
 			specKey:  pt.Name,
 		}
 		w.Training.ObjectMeta = metav1.ObjectMeta{Name: fmt.Sprintf("job-%05d", i), Namespace: "trace"}
+		if o.Teams > 0 {
+			w.Training.Namespace = teamQueue(j.Team)
+			w.Training.Spec.QueueName = teamQueue(j.Team)
+			w.specKey += "/" + j.Team
+		}
 		for k, phase := range []string{"train", "validate", "test"} {
 			d := time.Duration(float64(j.Duration) * o.Split[k])
 			w.Runtimes[phase] = dur(max(d, time.Second))
 		}
 		sc.Workload = append(sc.Workload, w)
 	}
+	if o.Teams > 0 {
+		sc.Queues = teamQueues(jobs, nodes*gpusPerNode, o.ReclaimGrace)
+	}
 	return sc
+}
+
+func teamQueue(team string) string { return "team-" + strings.ToLower(team) }
+
+// teamQueues are the jobs' teams' queues, in one cohort, sharing gpus
+// equally (the first ones get the remainder): each lends what it does not
+// use and may borrow all the others lend.
+func teamQueues(jobs []TraceJob, gpus int, grace *time.Duration) []v1alpha1.TenantQueue {
+	var names []string
+	for _, j := range jobs {
+		if q := teamQueue(j.Team); !slices.Contains(names, q) {
+			names = append(names, q)
+		}
+	}
+	slices.Sort(names)
+	var out []v1alpha1.TenantQueue
+	for i, name := range names {
+		share := gpus / len(names)
+		if i < gpus%len(names) {
+			share++
+		}
+		tq := v1alpha1.TenantQueue{
+			ObjectMeta: metav1.ObjectMeta{Name: name},
+			Spec: v1alpha1.TenantQueueSpec{
+				Cohort:    "trace",
+				Resources: []v1alpha1.QueueResource{{Name: string(gpuResource), NominalQuota: *resource.NewQuantity(int64(share), resource.DecimalSI)}},
+			},
+		}
+		if grace != nil {
+			tq.Spec.Preemption = &v1alpha1.QueuePreemption{ReclaimWithinCohort: v1alpha1.PreemptAny, ReclaimGracePeriod: &metav1.Duration{Duration: *grace}}
+		}
+		out = append(out, tq)
+	}
+	return out
 }
 
 // tracePipeline is the train → validate → test pipeline of a g-GPU job.

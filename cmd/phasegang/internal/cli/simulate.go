@@ -37,6 +37,9 @@ type simulateFlags struct {
 	suite           bool
 	suiteWorkloads  string
 	efficiency      float64
+	teams           int
+	reclaimGrace    time.Duration
+	queueChart      string
 }
 
 func newSimulate() *cobra.Command {
@@ -92,6 +95,9 @@ nodeSelector that no node matches, ...) is refused, with the reason.
 	fl.BoolVar(&f.suite, "suite", false, "run the policy suite (fixed workloads, every policy) and fail where phasegang is >1% worse than the best baseline on makespan, JCT avg or JCT p99; see docs/simulator.md")
 	fl.StringVar(&f.suiteWorkloads, "suite-workloads", "", "with --suite: run only these workloads (comma-separated names)")
 	fl.Float64Var(&f.efficiency, "efficiency-per-doubling", 0, "scaling model: the parallel efficiency an elastic phase keeps each time its workers double, in (0, 1] (1: linear; default: the scenario's scaling, else linear); with --suite, for every workload")
+	fl.IntVar(&f.teams, "teams", 0, "trace: share the cluster between the N busiest teams (Philly's virtual clusters; else jobs dealt out in turn), each a TenantQueue team-NAME of equal nominal quota in one cohort; prints each queue's share of its entitlement")
+	fl.DurationVar(&f.reclaimGrace, "reclaim-grace", 10*time.Minute, "with --teams: the queues' reclaimGracePeriod (reclaimWithinCohort Any); negative: never preempt, reclaim at phase boundaries only")
+	fl.StringVar(&f.queueChart, "queue-chart", "", "write each tenant queue's GPUs held and entitled over time to FILE.svg (scenarios with queues); with --compare, one file per policy")
 	fl.StringVar(&f.progress, "progress", "auto", "progress bar on stderr: auto (a terminal, runs over 2s), always, never")
 	return cmd
 }
@@ -235,6 +241,14 @@ func loadTraceScenario(stderr io.Writer, f *simulateFlags) (*sim.Scenario, error
 		return nil, fmt.Errorf("--split %q: shares add up to %g, want 1", f.split, sum)
 	}
 	o.MinGPUs, o.Limit, o.Skip, o.Window, o.Clip = f.minGPUs, f.limit, f.skip, f.window, f.clip
+	if f.teams < 0 {
+		return nil, fmt.Errorf("--teams %d: want a number of teams >= 1", f.teams)
+	}
+	o.Teams = f.teams
+	if f.reclaimGrace >= 0 {
+		g := f.reclaimGrace
+		o.ReclaimGrace = &g
+	}
 	file, err := os.Open(f.trace)
 	if err != nil {
 		return nil, err
@@ -269,6 +283,9 @@ func writeResults(w io.Writer, format string, results []*sim.Result) error {
 		fmt.Fprintf(w, "scenario %s: %d pipelines on %d GPUs\n", results[0].Scenario, len(results[0].Pipelines), results[0].GPUs)
 	}
 	if err := sim.WriteTable(w, results); err != nil {
+		return err
+	}
+	if err := sim.WriteFairness(w, results); err != nil {
 		return err
 	}
 	for _, r := range results {
