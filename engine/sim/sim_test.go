@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"flag"
 	"fmt"
-	"github.com/phasegang/phasegang/apis/v1alpha1"
 	"os"
 	"path/filepath"
 	"slices"
@@ -13,6 +12,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/phasegang/phasegang/apis/v1alpha1"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
