@@ -74,6 +74,11 @@ type gangReq struct {
 	// queueVersion (quotasVersion + 1).
 	queue        queueCharge
 	queueVersion int
+	// nominated marks a queued gang that gangs were preempted for: until
+	// it is admitted it reclaims its queue's nominal quota from the
+	// cohort (findReclaims) even while the quota is free, so no
+	// borrower takes back what was freed for it before it fits.
+	nominated bool
 }
 
 // grantState is a ledger entry.

@@ -108,10 +108,12 @@ func (s *State) preempt(plan *Plan, now time.Time, rc reclaims) map[int]bool {
 	var rs []*reclaimer
 	seen := map[*gangReq]bool{}
 	for _, byRes := range rc {
-		for _, r := range byRes {
-			if !seen[r.gr] {
-				seen[r.gr] = true
-				rs = append(rs, r)
+		for _, list := range byRes {
+			for _, r := range list {
+				if !seen[r.gr] {
+					seen[r.gr] = true
+					rs = append(rs, r)
+				}
 			}
 		}
 	}
@@ -123,11 +125,13 @@ func (s *State) preempt(plan *Plan, now time.Time, rc reclaims) map[int]bool {
 		}
 		if short := s.preemptFor(plan, now, r.gr, r.qs, reservedNow(), s.cohortBorrower(r.gr, r.qs)); len(short) > 0 {
 			freedFor(r.qs)
+			r.gr.nominated = true
 		}
 	}
 	for _, r := range s.findWithinQueue(now) {
 		if short := s.preemptFor(plan, now, r.gr, r.qs, reservedNow(), s.lowerInQueue(r.gr, r.qs)); len(short) > 0 {
 			freedFor(r.qs)
+			r.gr.nominated = true
 		}
 	}
 	return frozen

@@ -11,8 +11,9 @@ import (
 	"github.com/phasegang/phasegang/engine"
 )
 
-// preemptChecks is TestPropPreemption's number of random runs.
-const preemptChecks = 2000
+// preemptChecks is TestPropPreemption's number of random runs: the
+// preemption loop it once missed showed up after about 7,000.
+const preemptChecks = 20000
 
 // TestPropPreemption drives a State through random cycles with random
 // queues (a cohort, random reclaim and withinQueue policies and grace
@@ -30,7 +31,11 @@ const preemptChecks = 2000
 //     pipeline;
 //   - it was worth it: with the victims gone, the waiting gang's queue
 //     admits its Min workers (a cycle with it alone does not make it wait
-//     for its queue).
+//     for its queue);
+//   - it does not repeat: with the victims queued again (as the
+//     controller requeues them, at once), the next cycles at the same
+//     instant never preempt the same gang again (a victim re-admitted on
+//     what was freed for another gang would be preempted forever).
 func TestPropPreemption(t *testing.T) {
 	var total struct{ across, within int }
 	defer func() {
@@ -64,6 +69,7 @@ func TestPropPreemption(t *testing.T) {
 		s := engine.NewState(cfg, nodes, nil)
 		s.SetQueues(queues)
 		reqs := map[engine.GangKey]engine.Request{}
+		all := map[engine.GangKey]engine.Request{} // every request, admitted or not
 		now := Epoch
 		for step := range rapid.IntRange(1, 10).Draw(rt, "steps") {
 			for range rapid.IntRange(0, 3).Draw(rt, "arrivals") {
@@ -78,7 +84,7 @@ func TestPropPreemption(t *testing.T) {
 					Footprint: engine.ResourceList{GPU: engine.Milli(1)},
 					Queue:     rapid.SampledFrom([]string{"qa", "qb", "qc"}).Draw(rt, "queue"),
 				}
-				reqs[r.Gang] = r
+				reqs[r.Gang], all[r.Gang] = r, r
 				s.Submit(r)
 			}
 			for _, g := range s.Grants() {
@@ -141,7 +147,34 @@ func TestPropPreemption(t *testing.T) {
 			for _, rv := range plan.Reserves {
 				delete(reqs, rv.Gang)
 			}
+			settle(rt, s, plan, now, all, reqs)
 			now = now.Add(time.Minute)
 		}
 	})
+}
+
+// settle queues the victims of plan's preemptions again, as the
+// controller does, and runs up to three more cycles at now, failing if
+// one preempts a gang preempted at now already.
+func settle(rt *rapid.T, s *engine.State, plan engine.Plan, now time.Time, all, reqs map[engine.GangKey]engine.Request) {
+	preempted := map[engine.GangKey]bool{}
+	for range 3 {
+		if len(plan.Preemptions) == 0 {
+			return
+		}
+		for _, p := range plan.Preemptions {
+			if preempted[p.Gang] {
+				rt.Fatalf("%s preempted twice at %v (for %s): a preemption loop", p.Gang, now, p.For)
+			}
+			preempted[p.Gang] = true
+			r := all[p.Gang]
+			r.Queued = now
+			reqs[p.Gang] = r
+			s.Submit(r)
+		}
+		plan = s.Cycle(now)
+		for _, rv := range plan.Reserves {
+			delete(reqs, rv.Gang)
+		}
+	}
 }

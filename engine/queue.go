@@ -493,11 +493,15 @@ func (w *queueWalk) next() *gangReq {
 	return w.buckets[best][w.cursor[best]-1]
 }
 
-// reclaims holds, per cohort and resource, the lender's gang that waits
-// for its own nominal quota while the cohort has borrowed it: no other
-// queue of the cohort is admitted on borrowed quota of that resource
-// until it is back (reclaim at phase boundaries).
-type reclaims map[string]map[ResourceName]*reclaimer
+// reclaims holds, per cohort and resource, each lender's gang that waits
+// for its own nominal quota while the cohort has borrowed it (one per
+// queue, the first in queue order): no other queue of the cohort is
+// admitted on borrowed quota of that resource until it is back (reclaim
+// at phase boundaries). Every lender keeps its claim: with one claim per
+// resource, two queues that each wait for quota the other borrowed would
+// see only one of them held back, and the other's borrowing could take
+// back what a preemption freed.
+type reclaims map[string]map[ResourceName][]*reclaimer
 
 type reclaimer struct {
 	gr *gangReq
@@ -507,7 +511,11 @@ type reclaimer struct {
 // findReclaims looks for queued gangs that their queue's nominal quota
 // would admit but that the cohort's borrowing keeps out, of queues whose
 // policy reclaims. The first such gang in queue order claims each
-// resource it is short of.
+// resource it is short of. A gang that gangs were preempted for keeps
+// its claim while the quota is free, until it is admitted: else a
+// borrower's requeued gang, older or of a queue with a lower share,
+// could take the freed quota back in the next cycle's walk, and the
+// preemption repeat forever.
 func (s *State) findReclaims(now time.Time) reclaims {
 	var out reclaims
 	if len(s.queues) == 0 {
@@ -527,19 +535,20 @@ func (s *State) findReclaims(now time.Time) reclaims {
 		}
 		for j, a := range c.amt {
 			need := int64(gr.req.Min) * a
-			if a == 0 || qs.used[j]+need > qs.nominal[j] || s.queueLeft(qs, j) >= need {
-				continue // not short, or short of more than its own
+			if a == 0 || qs.used[j]+need > qs.nominal[j] || (s.queueLeft(qs, j) >= need && !gr.nominated) {
+				continue // not short (nor preempted for), or short of more than its own
 			}
 			if out == nil {
 				out = reclaims{}
 			}
 			byRes := out[qs.q.Cohort]
 			if byRes == nil {
-				byRes = map[ResourceName]*reclaimer{}
+				byRes = map[ResourceName][]*reclaimer{}
 				out[qs.q.Cohort] = byRes
 			}
-			if byRes[qs.names[j]] == nil {
-				byRes[qs.names[j]] = &reclaimer{gr: gr, qs: qs}
+			n := qs.names[j]
+			if !slices.ContainsFunc(byRes[n], func(r *reclaimer) bool { return r.qs == qs }) {
+				byRes[n] = append(byRes[n], &reclaimer{gr: gr, qs: qs})
 			}
 		}
 	}
@@ -565,14 +574,15 @@ func (s *State) heldForReclaim(gr *gangReq, k int64, rc reclaims) (*reclaimer, i
 		return nil, 0
 	}
 	for j, a := range c.amt {
-		r := byRes[qs.names[j]]
-		if r == nil || r.qs == qs || a == 0 || qs.used[j]+k*a <= qs.nominal[j] {
+		if a == 0 || qs.used[j]+k*a <= qs.nominal[j] {
 			continue
 		}
-		if r.qs.q.Reclaim == ReclaimLowerPriority && gr.req.Priority >= r.gr.req.Priority {
-			continue
+		for _, r := range byRes[qs.names[j]] {
+			if r.qs == qs || (r.qs.q.Reclaim == ReclaimLowerPriority && gr.req.Priority >= r.gr.req.Priority) {
+				continue
+			}
+			return r, j
 		}
-		return r, j
 	}
 	return nil, 0
 }
@@ -619,7 +629,7 @@ func (s *State) queueWait(gr *gangReq, now time.Time, heads map[int]*gangReq, rc
 	}
 	w.Queue = short.export()
 	if byRes := rc[qs.q.Cohort]; byRes != nil {
-		if r := byRes[w.Queue.Resource]; r != nil && r.gr == gr {
+		if slices.ContainsFunc(byRes[w.Queue.Resource], func(r *reclaimer) bool { return r.gr == gr }) {
 			w.Queue.Reclaiming = true
 		}
 	}
