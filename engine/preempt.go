@@ -389,6 +389,14 @@ func (s *State) preemptFor(plan *Plan, now time.Time, gr *gangReq, qs *queueStat
 			shrinkOne(v)
 		}
 	}
+	// Worth it on the nodes too: with what is taken gone, the gang must
+	// fit. Else it would stay queued, a gang behind it would backfill
+	// what was freed (the victim itself, queued again), and the same
+	// preemption repeat every cycle.
+	if !s.fitsWithout(gr, cands) {
+		undo()
+		return nil
+	}
 	// Apply: undo the what-if, then release and shrink for real.
 	type taken struct {
 		v      *victim
@@ -429,6 +437,28 @@ func (s *State) preemptFor(plan *Plan, now time.Time, gr *gangReq, qs *queueStat
 		return nil
 	}
 	return short
+}
+
+// fitsWithout reports whether gr's Min workers fit on the nodes once the
+// victims' workers are gone (whole victims all of them, shrunk ones their
+// highest indices): a what-if, the nodes are left as they were.
+func (s *State) fitsWithout(gr *gangReq, victims []*victim) bool {
+	var freed []surplusWorker
+	for _, v := range victims {
+		from := len(v.g.workers) - v.shrunk
+		if v.whole {
+			from = 0
+		}
+		for i := from; i < len(v.g.workers); i++ {
+			if v.g.workers[i] >= 0 {
+				freed = append(freed, surplusWorker{g: v.g, index: i})
+			}
+		}
+	}
+	s.adjust(freed, +1)
+	p := s.place(gr, s.class(gr), gr.req.Min, gr.req.Min, nil)
+	s.adjust(freed, -1)
+	return p.nodes != nil
 }
 
 // preemptMessage says who preempts g and why, with the numbers: the
