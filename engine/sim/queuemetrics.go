@@ -25,12 +25,13 @@ import (
 // lend and do not want themselves. What it received is the GPUs its
 // gangs held (for whole-job, the whole held gang, used or not).
 
-// QueueSample is every queue's demand and held GPUs from At until the
-// next sample, in QueueMetrics order.
+// QueueSample is every queue's demand, entitlement and held GPUs from At
+// until the next sample, in QueueMetrics order.
 type QueueSample struct {
-	At     time.Duration
-	Demand []float64
-	Held   []float64
+	At       time.Duration
+	Demand   []float64
+	Entitled []float64
+	Held     []float64
 }
 
 // QueueMetrics are one queue's figures over a run. GPU-hours count only
@@ -264,6 +265,7 @@ func (t *queueTracker) fairness(end time.Duration) *Fairness {
 			to = t.samples[i+1].At
 		}
 		ent := t.entitlement(s.Demand)
+		t.samples[i].Entitled = ent
 		for q := range n {
 			m := &f.Queues[q]
 			if s.Demand[q] > 0 {

@@ -178,6 +178,11 @@ func runSimulate(stdout, stderr io.Writer, f *simulateFlags, args []string) erro
 			return err
 		}
 	}
+	if f.queueChart != "" {
+		if err := writeQueueCharts(f.queueChart, results); err != nil {
+			return err
+		}
+	}
 	if f.stats {
 		var ru syscall.Rusage
 		_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
@@ -319,6 +324,23 @@ func writeGantts(path string, sc *sim.Scenario, results []*sim.Result) error {
 			return sim.WriteGantt(w, r, nodes, gpus)
 		})
 		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func writeQueueCharts(path string, results []*sim.Result) error {
+	ext := filepath.Ext(path)
+	if strings.ToLower(ext) != ".svg" {
+		return fmt.Errorf("--queue-chart %q: want a .svg file", path)
+	}
+	for _, r := range results {
+		out := path
+		if len(results) > 1 {
+			out = strings.TrimSuffix(path, ext) + "-" + string(r.Policy) + ext
+		}
+		if err := writeFile(out, func(w io.Writer) error { return sim.WriteQueueChart(w, r) }); err != nil {
 			return err
 		}
 	}

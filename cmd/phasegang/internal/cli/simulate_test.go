@@ -25,6 +25,10 @@ func TestSimulate(t *testing.T) {
 		}
 		return path
 	}
+	teams, err := filepath.Abs(filepath.Join("..", "..", "..", "..", "engine", "sim", "testdata", "philly-teams.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
 	noGPUs := scenario("no-gpus", `nvidia.com/gpu: "8", `, "")
 	noPods := scenario("no-pods", `, pods: "110"`, "")
 	selector := scenario("selector", "        template: &worker\n          spec:\n", "        template: &worker\n          spec:\n            nodeSelector: {gpu: h100}\n")
@@ -77,6 +81,21 @@ func TestSimulate(t *testing.T) {
 			args: []string{"simulate", "--suite", "--compare"}, wantCode: 1,
 			wantStderr: []string{"--suite runs its own workloads under every policy"},
 		},
+		"a trace shared by two teams' queues": {
+			args: []string{"simulate", "--trace", teams, "--clip", "24h", "--teams", "2", "--reclaim-grace", "0s", "--queue-chart", filepath.Join(dir, "queues.svg")},
+			wantStdout: []string{
+				"scenario philly-teams.csv: 1623 pipelines on 136 GPUs",
+				"per queue (share: GPUs held ÷ entitled while the queue had demand",
+				"  team-6c71a0  phasegang       68          2276.4      2290.2  100.6%     70           0       94.7%",
+				"  team-ee9e8c  phasegang       68          4156.0      4130.9   99.4%     66           0       91.9%",
+				"phasegang: Jain's index 1.000 over the queues' shares, 15.1 GPU-hours lost to preemption",
+			},
+			wantStderr: []string{"trace cluster: 17 nodes × 8 GPUs"},
+		},
+		"teams out of range": {
+			args: []string{"simulate", "--trace", teams, "--teams", "-1"}, wantCode: 1,
+			wantStderr: []string{"--teams -1: want a number of teams >= 1"},
+		},
 		"no GPUs": {
 			args: []string{"simulate", noGPUs}, wantCode: 1,
 			wantStderr: []string{
@@ -102,6 +121,9 @@ func TestSimulate(t *testing.T) {
 			inOrder(t, "stdout", stdout, tc.wantStdout)
 			inOrder(t, "stderr", stderr, tc.wantStderr)
 		})
+	}
+	if svg, err := os.ReadFile(filepath.Join(dir, "queues.svg")); err != nil || !strings.Contains(string(svg), "team-ee9e8c") {
+		t.Errorf("--queue-chart wrote no chart of the queues (%v)", err)
 	}
 }
 
