@@ -49,6 +49,9 @@ type Scheduler struct {
 
 	mu    sync.Mutex
 	fence *engine.Fence
+	// recheck is the last plan's Recheck: when time alone may change a
+	// decision (a grace period ends), so a cycle then is due.
+	recheck time.Time
 	// assumed holds statuses this scheduler wrote that the cache may not
 	// show yet, keyed by object, with the resourceVersion the write was
 	// based on: while the cache still shows that version, the written
@@ -150,6 +153,7 @@ func (s *Scheduler) Start(ctx context.Context) error {
 	logger := log.FromContext(ctx).WithName("scheduler")
 	ticker := s.Clock.NewTicker(s.Interval)
 	defer ticker.Stop()
+	var wake <-chan time.Time // the last plan's Recheck, if before the next tick
 	for {
 		select {
 		case <-ctx.Done():
@@ -161,11 +165,27 @@ func (s *Scheduler) Start(ctx context.Context) error {
 			case <-s.Clock.After(debounce):
 			}
 		case <-ticker.C():
+		case <-wake:
 		}
 		if err := s.Cycle(ctx); err != nil {
 			logger.Error(err, "scheduling cycle failed")
 		}
+		wake = nil
+		if d, ok := wakeAfter(s.nextRecheck(), s.Clock.Now(), s.Interval); ok {
+			wake = s.Clock.After(d)
+		}
 	}
+}
+
+// wakeAfter is how long to sleep until a plan's Recheck, if that comes
+// before the next periodic cycle: a reclaim grace period then ends on
+// time rather than up to an Interval late.
+func wakeAfter(recheck, now time.Time, interval time.Duration) (time.Duration, bool) {
+	if recheck.IsZero() {
+		return 0, false
+	}
+	d := max(recheck.Sub(now), 0)
+	return d, d < interval
 }
 
 // SetupWithManager registers the scheduler and the events that trigger it.
@@ -367,6 +387,7 @@ func (s *Scheduler) Cycle(ctx context.Context) error {
 	snap, demand := buildSnapshot(v, now, s.currentFence())
 	plan := engine.Schedule(s.Config, snap)
 	s.setFence(plan.Fence)
+	s.setRecheck(plan.Recheck)
 	s.observe(snap, plan, demand, now)
 	changes := driver.Changes{}
 	for _, pt := range v.Proposed {
@@ -419,6 +440,18 @@ func (s *Scheduler) currentFence() *engine.Fence {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.fence
+}
+
+func (s *Scheduler) setRecheck(t time.Time) {
+	s.mu.Lock()
+	s.recheck = t
+	s.mu.Unlock()
+}
+
+func (s *Scheduler) nextRecheck() time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.recheck
 }
 
 func (s *Scheduler) setFence(f *engine.Fence) {

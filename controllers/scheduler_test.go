@@ -246,3 +246,22 @@ func TestCycleAdmitsAgainstTenantQueues(t *testing.T) {
 		}
 	}
 }
+
+func TestWakeAfter(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		recheck time.Time
+		want    time.Duration
+		wake    bool
+	}{
+		{time.Time{}, 0, false},                           // nothing timed ahead
+		{now.Add(2 * time.Second), 2 * time.Second, true}, // before the next tick
+		{now.Add(time.Minute), time.Minute, false},        // the ticker comes first
+		{now.Add(-time.Second), 0, true},                  // already due: at once
+	} {
+		d, ok := wakeAfter(tc.recheck, now, 5*time.Second)
+		if d != tc.want || ok != tc.wake {
+			t.Errorf("wakeAfter(%v) = %v, %v; want %v, %v", tc.recheck.Sub(now), d, ok, tc.want, tc.wake)
+		}
+	}
+}
