@@ -162,6 +162,7 @@ func run() error {
 	fmt.Printf("controller: CPU %.1fs (user+sys), peak RSS %d MiB, %.1f API requests per pipeline (%d in all)\n",
 		pg.cpu.Seconds(), pg.rssMiB, float64(pg.requests)/float64(*pipelines), pg.requests)
 	printUsage([]string{"plain", "plain, 3 ph.", "phasegang"}, []usage{plain.used, plain3.used, pg.used})
+	printCost(plain3, pg)
 	return nil
 }
 
@@ -239,6 +240,10 @@ type result struct {
 	// firstWaveLater: phasegang's pods of later phases that kube-scheduler
 	// bound before the last train pod ran.
 	firstWaveLater int
+	// phases measured, and their latency from queueing to all workers
+	// Running (phaseLatencies), in seconds.
+	phases             int
+	phaseP50, phaseP99 float64
 }
 
 // cleanup removes a run's namespace and waits until its pods are gone, so
@@ -388,6 +393,7 @@ func plainPhasesRun(ctx context.Context) (result, error) {
 		}
 		if done == *pipelines {
 			r := *wholeRun(list.Items, start)
+			r.phaseLatency(list.Items, plainPhaseKey, func(string) time.Time { return start })
 			r.total = time.Since(start)
 			r.used = snapshot(ctx, restCfg).since(before)
 			return r, nil
@@ -654,6 +660,13 @@ func phasegangRun(ctx context.Context) (result, error) {
 	_ = k8s.List(ctx, &all, client.InNamespace(ns))
 	r.allPods = len(all.Items)
 	r.whole = wholeRun(all.Items, start)
+	created := map[string]time.Time{}
+	var ended v1alpha1.PhasedTrainingList
+	_ = k8s.List(ctx, &ended, client.InNamespace(ns))
+	for _, pt := range ended.Items {
+		created[driver.DNSLabel(pt.Name, 63)] = pt.CreationTimestamp.Time
+	}
+	r.phaseLatency(all.Items, workerPhaseKey, func(pipeline string) time.Time { return created[pipeline] })
 	// kube-scheduler binds every pod, phasegang's too (they arrive pinned
 	// to a node), within its client's request budget (50/s by default),
 	// and in the first wave it also binds the later phases of the
