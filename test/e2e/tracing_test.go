@@ -87,6 +87,24 @@ func TestTracing(t *testing.T) {
 	if id := get(t, pt).Status.TraceID; id != parentTrace {
 		t.Errorf("status.traceID = %q before the restart, want the traceparent's %q", id, parentTrace)
 	}
+	// Kill only once train's span is exported: a SIGKILL loses what the
+	// batch processor still holds (up to OTEL_BSP_SCHEDULE_DELAY), and a
+	// restarted controller does not emit again the steps the last one
+	// stored. What this test proves is that the trace goes on, unbroken,
+	// after the restart. Train ends within a second of validate starting,
+	// so without this wait the kill sometimes caught its span in the batch.
+	eventually(t, 30*time.Second, "train's span in Jaeger", func() (bool, error) {
+		tr, err := j.trace(parentTrace)
+		if err != nil {
+			return false, err
+		}
+		for _, s := range tr.Spans {
+			if s.OperationName == "phase train" {
+				return true, nil
+			}
+		}
+		return false, fmt.Errorf("no span \"phase train\" yet")
+	})
 	controller.kill()
 	time.Sleep(time.Second)
 	controller = startController()
