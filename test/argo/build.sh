@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# Builds Argo Workflows' workflow-controller and argoexec
+# (github.com/argoproj/argo-workflows/v3 cmd/workflow-controller and
+# cmd/argoexec, pinned in test/argo/go.mod as `tool`s) into a cache directory
+# outside the repository, keyed by a hash of test/argo/go.mod + go.sum (+ Go
+# version/platform and this script's build recipe). Skips the build when the
+# binaries exist. Also copies Argo's CRDs (manifests/base/crds/minimal, what
+# Argo's own install applies) from the module cache next to it
+# (<bin>/../crds) for the test. Safe to run concurrently (flock). The LAST line
+# of stdout is the bin dir (holding workflow-controller and argoexec).
+#
+# A cold build takes ~BUILD_MINUTES min on 2 cores and ~BUILD_MEMORY of memory.
+#
+# Env:
+#   PHASEGANG_ARGO_CACHE  cache root (default ${XDG_CACHE_HOME:-$HOME/.cache}/phasegang)
+#   PHASEGANG_BUILD_LOG   build log path (default <cache>/argo-<hash>/build.log)
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# Bump when the build recipe below changes (flags, package list).
+RECIPE=1
+PKGS=(
+  github.com/argoproj/argo-workflows/v3/cmd/workflow-controller
+  github.com/argoproj/argo-workflows/v3/cmd/argoexec
+)
+BINARIES=(workflow-controller argoexec)
+
+command -v go >/dev/null || { echo "build.sh: 'go' not found in PATH" >&2; exit 1; }
+command -v flock >/dev/null || { echo "build.sh: 'flock' (util-linux) not found in PATH" >&2; exit 1; }
+
+export GOWORK=off
+hash=$( { cat "$here/go.mod" "$here/go.sum"
+          go env GOVERSION GOOS GOARCH CGO_ENABLED
+          echo "recipe=$RECIPE"; } | sha256sum | cut -c1-16)
+cache_root=${PHASEGANG_ARGO_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/phasegang}
+base="$cache_root/argo-$hash"
+bin="$base/bin"
+mkdir -p "$base"
+
+crds="$base/crds"
+
+have_bins() {
+  local b
+  for b in "${BINARIES[@]}"; do [[ -x "$bin/$b" ]] || return 1; done
+}
+have_crds() { [[ -s "$crds/argoproj.io_workflows.yaml" ]]; }
+have_all() { have_bins && have_crds; }
+
+copy_crds() {
+  local dir
+  dir=$(cd "$here" && go list -mod=readonly -m -f '{{.Dir}}' github.com/argoproj/argo-workflows/v3) || true
+  if [[ -z "$dir" || ! -d "$dir" ]]; then
+    (cd "$here" && go mod download github.com/argoproj/argo-workflows/v3) >&2
+    dir=$(cd "$here" && go list -mod=readonly -m -f '{{.Dir}}' github.com/argoproj/argo-workflows/v3)
+  fi
+  rm -rf "$crds.tmp"; mkdir -p "$crds.tmp"
+  cp "$dir"/manifests/base/crds/minimal/argoproj.io_*.yaml "$crds.tmp/"
+  chmod 644 "$crds.tmp"/*.yaml
+  rm -rf "$crds"; mv "$crds.tmp" "$crds"
+}
+
+if ! have_all; then
+  exec 9>"$base/.lock"
+  if ! flock -n 9; then
+    echo "build.sh: another build of $base is running; waiting for it (lock $base/.lock)" >&2
+    flock 9
+  fi
+  if ! have_bins; then
+    log=${PHASEGANG_BUILD_LOG:-$base/build.log}
+    tmp="$base/bin.tmp.$$"
+    rm -rf "$tmp"; mkdir -p "$tmp"
+    trap 'rm -rf "$tmp"' EXIT
+    echo "build.sh: building ${BINARIES[*]} (argo-workflows $(awk '$1=="github.com/argoproj/argo-workflows/v3"{print $2; exit}' "$here/go.mod")) into $bin" >&2
+    echo "build.sh: with an empty Go build cache this takes ~BUILD_MINUTES min on 2 cores (~BUILD_MEMORY); log: $log" >&2
+    start=$(date +%s)
+    if ! (cd "$here" && go build -mod=readonly -trimpath -o "$tmp/" "${PKGS[@]}") >"$log" 2>&1; then
+      echo "build.sh: go build failed; last lines of $log:" >&2
+      tail -n 30 "$log" >&2
+      exit 1
+    fi
+    for b in "${BINARIES[@]}"; do
+      [[ -x "$tmp/$b" ]] || { echo "build.sh: $b missing after build (see $log)" >&2; exit 1; }
+    done
+    rm -rf "$bin"
+    mv "$tmp" "$bin"
+    trap - EXIT
+    echo "build.sh: built in $(( $(date +%s) - start ))s" >&2
+  fi
+  have_crds || copy_crds
+  flock -u 9
+fi
+echo "$bin"
