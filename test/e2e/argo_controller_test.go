@@ -91,7 +91,7 @@ func TestArgoWorkflowController(t *testing.T) {
 		}
 		out := nodeOutputs(t, wf, wf.Name)
 		t.Logf("workflow %s Succeeded, outputs %v", wf.Name, out)
-		pt := getPT(t, ns, out["name"])
+		pt := argoPT(t, ns, out["name"])
 		checkArgoOwned(t, pt, wf)
 		if pt.Status.State != v1alpha1.PipelineSucceeded || out["state"] != string(pt.Status.State) {
 			t.Errorf("output state %q, the PhasedTraining is %s: %s", out["state"], pt.Status.State, describe(pt))
@@ -127,8 +127,8 @@ func TestArgoWorkflowController(t *testing.T) {
 		}
 		out := nodeOutputs(t, got, got.Name)
 		t.Logf("workflow %s Succeeded, outputs %v", got.Name, out)
-		baseline := getPT(t, ns, nodeOutputs(t, got, got.Name+".baseline")["name"])
-		finetune := getPT(t, ns, nodeOutputs(t, got, got.Name+".finetune")["name"])
+		baseline := argoPT(t, ns, nodeOutputs(t, got, got.Name+".baseline")["name"])
+		finetune := argoPT(t, ns, nodeOutputs(t, got, got.Name+".finetune")["name"])
 		for _, pt := range []*v1alpha1.PhasedTraining{baseline, finetune} {
 			checkArgoOwned(t, pt, got)
 			if pt.Status.State != v1alpha1.PipelineSucceeded {
@@ -612,7 +612,7 @@ func checkExitHandler(t *testing.T, wf *wfv1.Workflow) {
 	}
 }
 
-func getPT(t *testing.T, ns, name string) *v1alpha1.PhasedTraining {
+func argoPT(t *testing.T, ns, name string) *v1alpha1.PhasedTraining {
 	t.Helper()
 	if name == "" {
 		t.Fatal("no PhasedTraining name in the step's outputs")
