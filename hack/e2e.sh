@@ -25,6 +25,9 @@ trap cleanup EXIT
 # Jaeger v2 for TestTracing, built once from the module proxy and cached.
 PHASEGANG_JAEGER=$(bash test/jaeger/build.sh | tail -n 1)
 export PHASEGANG_JAEGER
+# Argo Workflows' workflow-controller and argoexec for TestArgoWorkflowController.
+PHASEGANG_ARGO=$(bash test/argo/build.sh | tail -n 1)
+export PHASEGANG_ARGO
 # E2E_UP_ARGS adds up.sh flags (e.g. --workload-api for the PodGroup path).
 bash test/cluster/up.sh --nodes 2 --gpus 8 --dir "$dir" ${E2E_UP_ARGS:-}
 # shellcheck disable=SC1091
