@@ -128,6 +128,10 @@ func podUpdatePriority(o, n *corev1.Pod) (int, bool) {
 		return priorityNormal, true
 	case o.Status.Phase != n.Status.Phase:
 		return priorityLow, true
+	case o.Status.PodIP != n.Status.PodIP && n.Labels[driver.LabelPeers] == "true":
+		// The pipeline's EndpointSlice lists a gang once all its
+		// workers have IPs (syncPeers).
+		return priorityLow, true
 	case n.Status.Phase == corev1.PodPending && driver.PodWaiting(o) != driver.PodWaiting(n):
 		return priorityLow, true
 	}

@@ -54,6 +54,9 @@ type Reconciler struct {
 	// heldSince is when a pipeline's status first differed from the
 	// stored one in progress alone (see holdProgress).
 	heldSince map[types.NamespacedName]time.Time
+	// published is what each pipeline's EndpointSlice was last applied
+	// with (peers.go).
+	published map[types.NamespacedName][]driver.Peer
 }
 
 // progressBatch is how long a change of progress alone (phases' worker
@@ -254,6 +257,7 @@ func (r *Reconciler) kick() {
 func (r *Reconciler) forget(key types.NamespacedName) {
 	r.mu.Lock()
 	delete(r.heldSince, key)
+	delete(r.published, key)
 	r.mu.Unlock()
 	r.kick()
 }
@@ -372,6 +376,9 @@ func (r *Reconciler) syncWorkers(ctx context.Context, pt *v1alpha1.PhasedTrainin
 	}
 	errs := r.deletePods(ctx, ws.Delete)
 	refused, failed := r.createWorkers(ctx, pt, ws)
+	if err := r.syncPeers(ctx, pt, ws); err != nil {
+		failed = append(failed, err)
+	}
 	if len(failed) > 0 && r.Recorder != nil {
 		// A create that fails for a passing reason (a timeout, an
 		// unavailable server) is retried; it must still show on the
@@ -443,7 +450,8 @@ func (r *Reconciler) deletePods(ctx context.Context, dels []driver.PodDeletion) 
 // all reserved already, and a 64-worker gang should not start one round
 // trip at a time. The pipeline's Service (one for its life, owned, so it
 // goes with the pipeline) is created alongside the first pods; the cache
-// answers whether it exists.
+// answers whether it exists, and whether it still has the selector of an
+// older phasegang (dropServiceSelector).
 func (r *Reconciler) createWorkers(ctx context.Context, pt *v1alpha1.PhasedTraining, ws driver.WorkerSync) (map[phases.Instance]refusal, []error) {
 	var mu sync.Mutex
 	var errs []error
@@ -463,9 +471,17 @@ func (r *Reconciler) createWorkers(ctx context.Context, pt *v1alpha1.PhasedTrain
 	var wg sync.WaitGroup
 	if ws.Service {
 		svc := driver.BuildService(pt)
-		if err := r.Client.Get(ctx, client.ObjectKeyFromObject(svc), &corev1.Service{}); apierrors.IsNotFound(err) {
+		var have corev1.Service
+		switch err := r.Client.Get(ctx, client.ObjectKeyFromObject(svc), &have); {
+		case apierrors.IsNotFound(err):
 			wg.Go(func() {
 				if err := r.Client.Create(ctx, svc, client.FieldOwner(driver.FieldManager)); err != nil && !apierrors.IsAlreadyExists(err) {
+					fail(err)
+				}
+			})
+		case err == nil && have.Spec.Selector != nil && metav1.IsControlledBy(&have, pt):
+			wg.Go(func() {
+				if err := r.dropServiceSelector(ctx, &have); err != nil {
 					fail(err)
 				}
 			})

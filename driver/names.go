@@ -20,7 +20,7 @@ const (
 	LabelAttempt   = "phasegang.dev/attempt"
 	LabelWorker    = "phasegang.dev/worker-index"
 	// LabelPeers marks the workers of gangs that may have more than one
-	// worker: only they are published in the pipeline's Service.
+	// worker: only they are published in the pipeline's EndpointSlice.
 	LabelPeers = "phasegang.dev/peers"
 
 	// FieldManager names phasegang's writes.
@@ -73,8 +73,7 @@ func InstanceName(pt *v1alpha1.PhasedTraining, phase string, iteration, attempt 
 // subdomain: a DNS-1035 label (at most 63 characters of [a-z0-9-],
 // starting with a letter). A pipeline name may hold dots or start with a
 // digit, so those are mapped. There is one per pipeline, not one per phase
-// attempt: every Service costs the cluster an Endpoints and an
-// EndpointSlice object kept up to date on each pod change.
+// attempt: every Service costs the cluster its EndpointSlice object.
 func ServiceName(pt *v1alpha1.PhasedTraining) string {
 	n := strings.ReplaceAll(pt.Name, ".", "-")
 	if n == "" || n[0] < 'a' || n[0] > 'z' {

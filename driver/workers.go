@@ -39,6 +39,9 @@ type WorkerSync struct {
 	// Service says some phase runs: the pipeline's Service must exist
 	// (its workers resolve their peers once they run).
 	Service bool
+	// Peers are the live pods of wanted workers whose gangs have peers,
+	// by pod name: what PublishPeers chooses the EndpointSlice from.
+	Peers []Peer
 }
 
 // SyncWorkers compares a pipeline's stored status with its pods and says
@@ -49,6 +52,7 @@ func SyncWorkers(pt *v1alpha1.PhasedTraining, pods []corev1.Pod, nodeExists func
 	var sync WorkerSync
 	wanted, latest := wantedWorkers(pt)
 	sync.Service = len(wanted) > 0
+	sync.Peers = peerPods(pods, wanted)
 	gone := memoGone(nodeExists)
 	have := map[string]bool{}
 	for i := range pods {

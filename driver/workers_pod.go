@@ -20,7 +20,7 @@ const (
 )
 
 // workerLabels identify a phase attempt's worker pods (with LabelWorker,
-// one pod); the pipeline's Service selects on serviceLabels.
+// one pod).
 func workerLabels(pt *v1alpha1.PhasedTraining, ps *v1alpha1.PhaseStatus) map[string]string {
 	return map[string]string{
 		LabelManaged:   "true",
@@ -34,18 +34,6 @@ func workerLabels(pt *v1alpha1.PhasedTraining, ps *v1alpha1.PhaseStatus) map[str
 // serviceLabels are the labels of a pipeline's Service.
 func serviceLabels(pt *v1alpha1.PhasedTraining) map[string]string {
 	return map[string]string{LabelManaged: "true", LabelPipeline: DNSLabel(pt.Name, 63)}
-}
-
-// serviceSelector selects the pipeline's workers that have peers. A
-// single worker needs no DNS record to find itself (the kubelet writes
-// its own Hostname.subdomain into /etc/hosts), and leaving it out spares
-// the cluster an Endpoints and an EndpointSlice update each time such a
-// worker starts and ends: a pipeline's validate and test phases are often
-// one worker each.
-func serviceSelector(pt *v1alpha1.PhasedTraining) map[string]string {
-	sel := serviceLabels(pt)
-	sel[LabelPeers] = "true"
-	return sel
 }
 
 // peers lists the workers' stable DNS names within the pipeline's Service.
@@ -217,8 +205,12 @@ func mergeEnv(user, ours []corev1.EnvVar) []corev1.EnvVar {
 }
 
 // BuildService is the pipeline's headless Service, giving its workers
-// stable DNS names (Hostname.subdomain); it publishes not-ready addresses
-// because peers must resolve each other while they start. Its ports are
+// stable DNS names (Hostname.subdomain). It has no selector: phasegang
+// writes its EndpointSlice (peers.go), listing only the workers of gangs
+// that have peers; a single worker needs no DNS record to find itself
+// (the kubelet writes its own Hostname.subdomain into /etc/hosts). It
+// publishes not-ready addresses because peers must resolve each other
+// while they start (the slice marks them ready). Its ports are
 // every port the phases declare (each port and protocol once): headless
 // DNS needs none, but SRV records and readers of the Service use them.
 func BuildService(pt *v1alpha1.PhasedTraining) *corev1.Service {
@@ -231,7 +223,6 @@ func BuildService(pt *v1alpha1.PhasedTraining) *corev1.Service {
 		},
 		Spec: corev1.ServiceSpec{
 			ClusterIP:                corev1.ClusterIPNone,
-			Selector:                 serviceSelector(pt),
 			PublishNotReadyAddresses: true,
 		},
 	}

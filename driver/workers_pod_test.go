@@ -7,10 +7,10 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/utils/ptr"
 
+	"github.com/phasegang/phasegang/apis/v1alpha1"
 	"github.com/phasegang/phasegang/internal/wrappers"
 )
 
@@ -59,12 +59,10 @@ func TestBuildWorkerPodMeta(t *testing.T) {
 	if pod.Spec.Hostname != "train-i1-a2-2" || pod.Spec.Subdomain != "job" {
 		t.Errorf("Hostname %q subdomain %q", pod.Spec.Hostname, pod.Spec.Subdomain)
 	}
-	// The pod's own labels satisfy the Service's selector.
+	// The Service selects nothing: phasegang writes its EndpointSlice.
 	svc := BuildService(pt)
-	for k, v := range svc.Spec.Selector {
-		if pod.Labels[k] != v {
-			t.Errorf("service selector %s=%s does not match the pod (%q)", k, v, pod.Labels[k])
-		}
+	if svc.Spec.Selector != nil {
+		t.Errorf("service selector %v, want none", svc.Spec.Selector)
 	}
 	if pod.Spec.Subdomain != svc.Name {
 		t.Errorf("pod subdomain %q is not the service %q", pod.Spec.Subdomain, svc.Name)
@@ -343,8 +341,7 @@ func TestBuildService(t *testing.T) {
 				},
 				Spec: corev1.ServiceSpec{
 					ClusterIP: corev1.ClusterIPNone, PublishNotReadyAddresses: true,
-					Selector: map[string]string{LabelManaged: "true", LabelPipeline: "job", LabelPeers: "true"},
-					Ports:    tc.wantPorts,
+					Ports: tc.wantPorts,
 				},
 			}
 			if d := cmp.Diff(want, svc); d != "" {
@@ -440,16 +437,18 @@ func TestWorkerPod(t *testing.T) {
 
 // Only gangs that can have more than one worker are published in the
 // pipeline's Service: a single worker has no peer to find.
-func TestServiceSelectsWorkersWithPeers(t *testing.T) {
+func TestOnlyGangsWithPeersArePublished(t *testing.T) {
 	pt := wrappers.MakePT("job").Phase("train", 4).Phase("grow", 1).Desired(4).Phase("test", 1).Obj()
 	svc := BuildService(pt)
-	selector := labels.SelectorFromSet(svc.Spec.Selector)
 	for i, want := range []bool{true, true, false} {
 		phase := &pt.Spec.Phases[i]
-		ps := wrappers.Running(phase.Name, "n1")
-		pod := BuildWorkerPod(pt, phase, &ps, 0, "n1", 1)
-		if got := selector.Matches(labels.Set(pod.Labels)); got != want {
-			t.Errorf("phase %s (gang %d..%d): selected by the Service = %v, want %v", phase.Name, phase.Gang.Min, phase.Gang.DesiredOrMin(), got, want)
+		p := pt.DeepCopy()
+		p.Status.Phases = []v1alpha1.PhaseStatus{wrappers.Running(phase.Name, "n1")}
+		pod := BuildWorkerPod(p, phase, &p.Status.Phases[0], 0, "n1", 1)
+		pod.Status.Phase, pod.Status.PodIP = corev1.PodRunning, "10.0.0.1"
+		got := len(PublishPeers(SyncWorkers(p, []corev1.Pod{*pod}, nil).Peers, nil)) == 1
+		if got != want {
+			t.Errorf("phase %s (gang %d..%d): published = %v, want %v", phase.Name, phase.Gang.Min, phase.Gang.DesiredOrMin(), got, want)
 		}
 		if pod.Spec.Subdomain != svc.Name {
 			t.Errorf("phase %s: subdomain %q, want %q (a single worker still gets its stable name)", phase.Name, pod.Spec.Subdomain, svc.Name)

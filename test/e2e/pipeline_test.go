@@ -17,6 +17,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -134,6 +135,28 @@ func TestTrainValidateTest(t *testing.T) {
 	if published["test-0"] {
 		t.Errorf("the single test worker was published in the Service (saw %v)", published)
 	}
+	// phasegang writes the Service's one EndpointSlice (the Service has no
+	// selector, so kube-controller-manager keeps no Endpoints or slices of
+	// its own), and the ended workers have left it.
+	var slices discoveryv1.EndpointSliceList
+	if err := k8s.List(context.Background(), &slices, client.InNamespace(ns), client.MatchingLabels{discoveryv1.LabelServiceName: "pipeline"}); err != nil {
+		t.Fatal(err)
+	}
+	if len(slices.Items) != 1 || slices.Items[0].Labels[discoveryv1.LabelManagedBy] != "phasegang.dev" || len(slices.Items[0].Endpoints) != 0 {
+		t.Errorf("the Service's EndpointSlices: want one, phasegang's, empty after the run; got %s", describeSlices(slices.Items))
+	}
+	var ep corev1.Endpoints //nolint:staticcheck // checking that none is kept
+	if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "pipeline"}, &ep); !apierrors.IsNotFound(err) {
+		t.Errorf("the Service has an Endpoints object (%v): it should have no selector", err)
+	}
+}
+
+func describeSlices(items []discoveryv1.EndpointSlice) string {
+	var out []string
+	for _, sl := range items {
+		out = append(out, fmt.Sprintf("%s (managed by %q, %d endpoints)", sl.Name, sl.Labels[discoveryv1.LabelManagedBy], len(sl.Endpoints)))
+	}
+	return fmt.Sprintf("%d: %v", len(items), out)
 }
 
 // (b) The seed scenario: 6 pipelines of 8 one-GPU workers on 2 nodes × 4
