@@ -24,20 +24,19 @@ import (
 // driver.PublishPeers says, with one server-side apply when that changes.
 // What it last applied per pipeline is kept in memory, so an unchanged
 // list costs no request; after a restart the first sync applies once.
-// A pipeline with nothing running and nothing listed is left alone (so is
-// one with nothing running when this process has applied nothing yet: a
-// slice left listing ended workers by a controller stopped at that instant
-// stays until the pipeline's next phase runs or the pipeline goes).
+// Nothing is applied while there is nothing to list and nothing listed,
+// so the slice is first written when a gang is complete. A slice left
+// listing ended workers by a controller stopped at that instant stays
+// until the pipeline's next gang is listed or the pipeline goes.
 func (r *Reconciler) syncPeers(ctx context.Context, pt *v1alpha1.PhasedTraining, ws driver.WorkerSync) error {
 	key := types.NamespacedName{Namespace: pt.Namespace, Name: pt.Name}
 	r.mu.Lock()
 	published, known := r.published[key]
 	r.mu.Unlock()
-	if !ws.Service && (!known || len(published) == 0) {
-		return nil
-	}
 	next := driver.PublishPeers(ws.Peers, published)
-	if known && driver.SamePeers(next, published) {
+	if (known && driver.SamePeers(next, published)) || (len(next) == 0 && len(published) == 0) {
+		// Unchanged; or nothing to list and nothing listed (or applied
+		// by this process): a slice that does not exist lists nobody.
 		return nil
 	}
 	if err := r.applyEndpointSlice(ctx, driver.BuildEndpointSlice(pt, driver.BuildService(pt), next)); err != nil {
