@@ -79,7 +79,11 @@ if ! have_all; then
     # overlays of files in GOMODCACHE. So build from a copy of the module
     # with the symlink's target put back under its Linux name (as a git
     # checkout has it), through a -modfile that replaces the module with it.
+    # `go list -m` names no directory for a module not downloaded yet
+    # (a fresh module cache), so download it first.
+    (cd "$here" && go mod download github.com/argoproj/argo-workflows/v3) >&2
     mod=$(cd "$here" && go list -mod=readonly -m -f '{{.Dir}}' github.com/argoproj/argo-workflows/v3)
+    [[ -n "$mod" && -d "$mod" ]] || { echo "build.sh: argo-workflows module not found in the module cache" >&2; exit 1; }
     src="$base/argo-workflows"
     rm -rf "$src"; mkdir -p "$src"
     (cd "$mod" && tar --exclude=./sdks --exclude=./docs --exclude=./ui -cf - .) | (cd "$src" && tar -xf -)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -127,6 +128,7 @@ type cost struct {
 	cpu       float64            // CPU seconds of every component, per pod
 	writes    float64            // API writes, per pod
 	byRes     map[string]float64 // API writes by resource, per pod
+	byVerb    map[string]float64 // API writes by "resource VERB", per pod
 	p50, p99  float64            // phase queued → all workers Running
 	podsPerS  float64
 	phaseRuns int
@@ -135,7 +137,7 @@ type cost struct {
 // costOf is a whole run's bill: pods is every pod it ran, podsPerSec its
 // rate from the first creation to the last pod Running.
 func costOf(r result, pods int, podsPerSec float64) cost {
-	c := cost{pods: pods, byRes: map[string]float64{}, p50: r.phaseP50, p99: r.phaseP99, podsPerS: podsPerSec, phaseRuns: r.phases}
+	c := cost{pods: pods, byRes: map[string]float64{}, byVerb: map[string]float64{}, p50: r.phaseP50, p99: r.phaseP99, podsPerS: podsPerSec, phaseRuns: r.phases}
 	if pods == 0 {
 		return c
 	}
@@ -146,6 +148,9 @@ func costOf(r result, pods int, podsPerSec float64) cost {
 	for res, w := range r.used.writes {
 		c.byRes[res] = w / n
 		c.writes += w / n
+	}
+	for rv, w := range r.used.verbs {
+		c.byVerb[rv] = w / n
 	}
 	return c
 }
@@ -183,6 +188,22 @@ func printCost(plain, pg result) {
 			continue
 		}
 		row("  "+res, fmt.Sprintf("%.2f", a.byRes[res]), fmt.Sprintf("%.2f", b.byRes[res]), "", "")
+		// By verb where a resource has more than one, or the sides
+		// differ: which requests the extra is.
+		var verbs []string
+		for _, m := range []map[string]float64{a.byVerb, b.byVerb} {
+			for rv := range m {
+				if r, v, _ := strings.Cut(rv, " "); r == res && !slices.Contains(verbs, v) {
+					verbs = append(verbs, v)
+				}
+			}
+		}
+		slices.Sort(verbs)
+		if len(verbs) > 1 {
+			for _, v := range verbs {
+				row("    "+strings.ToLower(v), fmt.Sprintf("%.2f", a.byVerb[res+" "+v]), fmt.Sprintf("%.2f", b.byVerb[res+" "+v]), "", "")
+			}
+		}
 	}
 	row(fmt.Sprintf("phase queued → all Running p50 (s, %d/%d)", a.phaseRuns, b.phaseRuns), fmt.Sprintf("%.0f", a.p50), fmt.Sprintf("%.0f", b.p50), "", "")
 	row("phase queued → all Running p99 (s)", fmt.Sprintf("%.0f", a.p99), fmt.Sprintf("%.0f", b.p99), "", "")

@@ -22,6 +22,7 @@ import (
 type usage struct {
 	cpu    map[string]time.Duration // by process name
 	writes map[string]float64       // by resource, mutating verbs only
+	verbs  map[string]float64       // writes by "resource VERB"
 	reads  map[string]float64       // by resource: GET, LIST and WATCH
 }
 
@@ -34,7 +35,7 @@ var components = []string{"kube-apiserver", "etcd", "kube-controller", "kube-sch
 var writeVerbs = map[string]bool{"POST": true, "PUT": true, "PATCH": true, "DELETE": true, "APPLY": true, "CREATE": true, "UPDATE": true, "DELETECOLLECTION": true}
 
 func snapshot(ctx context.Context, cfg *rest.Config) usage {
-	u := usage{cpu: map[string]time.Duration{}, writes: map[string]float64{}, reads: map[string]float64{}}
+	u := usage{cpu: map[string]time.Duration{}, writes: map[string]float64{}, verbs: map[string]float64{}, reads: map[string]float64{}}
 	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
 	for _, f := range stats {
 		b, err := os.ReadFile(f)
@@ -79,6 +80,7 @@ func snapshot(ctx context.Context, cfg *rest.Config) usage {
 		v, _ := strconv.ParseFloat(f[len(f)-1], 64)
 		if writeVerbs[strings.ToUpper(labels["verb"])] {
 			u.writes[res] += v
+			u.verbs[res+" "+strings.ToUpper(labels["verb"])] += v
 		} else {
 			u.reads[res] += v
 		}
@@ -104,13 +106,18 @@ func promLabels(line string) map[string]string {
 
 // since is what was spent between an earlier snapshot and u.
 func (u usage) since(before usage) usage {
-	d := usage{cpu: map[string]time.Duration{}, writes: map[string]float64{}, reads: map[string]float64{}}
+	d := usage{cpu: map[string]time.Duration{}, writes: map[string]float64{}, verbs: map[string]float64{}, reads: map[string]float64{}}
 	for k, v := range u.cpu {
 		d.cpu[k] = v - before.cpu[k]
 	}
 	for k, v := range u.writes {
 		if w := v - before.writes[k]; w > 0 {
 			d.writes[k] = w
+		}
+	}
+	for k, v := range u.verbs {
+		if w := v - before.verbs[k]; w > 0 {
+			d.verbs[k] = w
 		}
 	}
 	for k, v := range u.reads {
