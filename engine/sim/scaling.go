@@ -3,6 +3,9 @@ package sim
 import (
 	"fmt"
 	"math"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // Scaling is how an elastic phase's speed depends on its number of
@@ -18,6 +21,21 @@ type Scaling struct {
 	// under this model, so it is the same at desired under every model;
 	// only smaller sizes take longer.
 	EfficiencyPerDoubling float64 `json:"efficiencyPerDoubling,omitempty"`
+	// ResizeCost is the progress an elastic phase loses each time it
+	// grows or shrinks while running: an elastic framework (torch
+	// elastic, Horovod elastic) stops every worker, meets again at its
+	// rendezvous with the new membership and reloads its last
+	// checkpoint. The phase makes no progress for that long, at its new
+	// size. Unset: resizes are free.
+	ResizeCost metav1.Duration `json:"resizeCost,omitempty"`
+}
+
+// resizeCost is the stall per resize, 0 when unset.
+func (sc *Scaling) resizeCost() time.Duration {
+	if sc == nil {
+		return 0
+	}
+	return sc.ResizeCost.Duration
 }
 
 // efficiency is e, 1 when unset.
@@ -69,6 +87,9 @@ func (sc *Scaling) Validate() error {
 	}
 	if e := sc.EfficiencyPerDoubling; e < 0 || e > 1 || math.IsNaN(e) {
 		return fmt.Errorf("scaling.efficiencyPerDoubling: %v is not in (0, 1] (1 is linear scaling)", e)
+	}
+	if sc.ResizeCost.Duration < 0 {
+		return fmt.Errorf("scaling.resizeCost: %v is negative", sc.ResizeCost.Duration)
 	}
 	return nil
 }

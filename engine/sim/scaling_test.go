@@ -4,6 +4,7 @@ import (
 	"math"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestScalingSpeed(t *testing.T) {
@@ -84,6 +85,56 @@ func TestScalingRejectsEfficiencyOutOfRange(t *testing.T) {
 		err := (&Scaling{EfficiencyPerDoubling: e}).Validate()
 		if err == nil || !strings.Contains(err.Error(), "scaling.efficiencyPerDoubling") {
 			t.Errorf("efficiency %v: error %v, want one naming scaling.efficiencyPerDoubling", e, err)
+		}
+	}
+}
+
+func TestResizeCostStallsAResizedGang(t *testing.T) {
+	// 8 GPUs: a rigid 4-GPU job (1h) and an elastic train (min 4, desired
+	// 8, 1h at 8) arrive together. The train starts on 4, does 4 of its
+	// 8 GPU-hours by 1h, grows to 8 and needs 30m more: 1h30m. A resize
+	// cost of 5m stalls it once, at 8 workers: 1h35m.
+	data := []byte(`
+name: one-grow
+cluster:
+  nodePools:
+  - {name: n, count: 1, allocatable: {nvidia.com/gpu: "8", cpu: "32", memory: 64Gi, pods: "110"}}
+workload:
+- runtimes: {train: 1h}
+  training:
+    metadata: {name: a-rigid, namespace: ml}
+    spec:
+      phases:
+      - name: train
+        gang: {min: 4}
+        template: {spec: {containers: [{name: w, image: trainer, resources: {requests: {nvidia.com/gpu: "1"}, limits: {nvidia.com/gpu: "1"}}}]}}
+- runtimes: {train: 1h}
+  training:
+    metadata: {name: b-elastic, namespace: ml}
+    spec:
+      phases:
+      - name: train
+        gang: {min: 4, desired: 8}
+        template: {spec: {containers: [{name: w, image: trainer, resources: {requests: {nvidia.com/gpu: "1"}, limits: {nvidia.com/gpu: "1"}}}]}}
+`)
+	for _, tc := range []struct {
+		cost string
+		want float64 // makespan, seconds
+	}{{"", 5400}, {"5m", 5700}} {
+		sc, err := LoadScenario(data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tc.cost != "" {
+			sc.Scaling = &Scaling{}
+			sc.Scaling.ResizeCost.Duration, _ = time.ParseDuration(tc.cost)
+		}
+		res, err := Run(sc, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := res.Metrics.Makespan; math.Abs(got-tc.want) > 1 {
+			t.Errorf("resize cost %q: makespan %.0fs, want %.0fs", tc.cost, got, tc.want)
 		}
 	}
 }

@@ -936,6 +936,9 @@ func (s *simulator) resize(r *phaseRun, delta int, nodes []string) {
 		}
 		r.nodes, r.since = r.nodes[:keep], r.since[:keep]
 	}
+	// The stall of a resize (Scaling.ResizeCost): the work it would have
+	// done at its new size in that time is added back.
+	r.work += s.scaling.resizeCost().Seconds() * s.speed(r)
 	n := int32(len(r.nodes))
 	if o, ok := r.p.obs[r.inst]; ok {
 		o.Granted, o.Running = n, n

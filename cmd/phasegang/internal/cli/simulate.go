@@ -37,6 +37,7 @@ type simulateFlags struct {
 	suite           bool
 	suiteWorkloads  string
 	efficiency      float64
+	resizeCost      time.Duration
 	teams           int
 	reclaimGrace    time.Duration
 	queueChart      string
@@ -94,6 +95,7 @@ nodeSelector that no node matches, ...) is refused, with the reason.
 	fl.StringVar(&f.otlp, "otlp", "", "export one OpenTelemetry trace per simulated pipeline (virtual timestamps from 2026-01-01) to ENDPOINT: host:port for OTLP/gRPC, http(s)://host:port for OTLP/HTTP; see docs/tracing.md")
 	fl.BoolVar(&f.suite, "suite", false, "run the policy suite (fixed workloads, every policy) and fail where phasegang is >1% worse than the best baseline on makespan, JCT avg or JCT p99; see docs/simulator.md")
 	fl.StringVar(&f.suiteWorkloads, "suite-workloads", "", "with --suite: run only these workloads (comma-separated names)")
+	fl.DurationVar(&f.resizeCost, "resize-cost", 0, "scaling model: the progress an elastic phase loses each time it grows or shrinks while running (its framework's re-rendezvous and checkpoint reload), e.g. 2m (default: the scenario's, else 0); with --suite, for every workload")
 	fl.Float64Var(&f.efficiency, "efficiency-per-doubling", 0, "scaling model: the parallel efficiency an elastic phase keeps each time its workers double, in (0, 1] (1: linear; default: the scenario's scaling, else linear); with --suite, for every workload")
 	fl.IntVar(&f.teams, "teams", 0, "trace: share the cluster between the N busiest teams (Philly's virtual clusters; else jobs dealt out in turn), each a TenantQueue team-NAME of equal nominal quota in one cohort; prints each queue's share of its entitlement")
 	fl.DurationVar(&f.reclaimGrace, "reclaim-grace", 10*time.Minute, "with --teams: the queues' reclaimGracePeriod (reclaimWithinCohort Any); negative: never preempt, reclaim at phase boundaries only")
@@ -404,15 +406,26 @@ func (b *progressBar) done() {
 	}
 }
 
-// scalingFlag is the scaling model --efficiency-per-doubling asks for, or
-// def when the flag is not given.
+// scalingFlag is the scaling model --efficiency-per-doubling and
+// --resize-cost ask for (each on top of def's other field), or def when
+// neither is given.
 func scalingFlag(f *simulateFlags, def *sim.Scaling) (*sim.Scaling, error) {
-	if f.efficiency == 0 {
+	if f.efficiency == 0 && f.resizeCost == 0 {
 		return def, nil
 	}
-	s := &sim.Scaling{EfficiencyPerDoubling: f.efficiency}
+	s := &sim.Scaling{}
+	if def != nil {
+		*s = *def
+	}
+	flag := "--resize-cost"
+	if f.efficiency != 0 {
+		s.EfficiencyPerDoubling, flag = f.efficiency, "--efficiency-per-doubling"
+	}
+	if f.resizeCost != 0 {
+		s.ResizeCost.Duration = f.resizeCost
+	}
 	if err := s.Validate(); err != nil {
-		return nil, fmt.Errorf("--efficiency-per-doubling: %w", err)
+		return nil, fmt.Errorf("%s: %w", flag, err)
 	}
 	return s, nil
 }

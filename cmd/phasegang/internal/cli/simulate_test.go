@@ -68,6 +68,18 @@ func TestSimulate(t *testing.T) {
 			args: []string{"simulate", "--efficiency-per-doubling", "1.5"}, wantCode: 1,
 			wantStderr: []string{"phasegang: --efficiency-per-doubling: scaling.efficiencyPerDoubling: 1.5 is not in (0, 1] (1 is linear scaling)"},
 		},
+		"suite with a resize cost": {
+			args: []string{"simulate", "--suite", "--suite-workloads", "tiresias-60", "--resize-cost", "2m"}, wantCode: 1,
+			wantStdout: []string{
+				"scaling: efficiency 1.00 per doubling of an elastic phase's workers; 2m0s lost per resize",
+				"tiresias-60  60         16    54m31s    54m31s  1.000        1.000 (whole-job)  1.686 (rigid)   1.000 (whole-job)  FAIL: JCT avg +68.6% vs per-phase-rigid",
+			},
+			wantStderr: []string{"phasegang: policy suite: 1 of 1 workloads fail: tiresias-60 (JCT avg +68.6% vs per-phase-rigid)"},
+		},
+		"negative resize cost": {
+			args: []string{"simulate", "--resize-cost", "-1m"}, wantCode: 1,
+			wantStderr: []string{"phasegang: --resize-cost: scaling.resizeCost: -1m0s is negative"},
+		},
 		"suite, a failing workload": {
 			args: []string{"simulate", "--suite", "--suite-workloads", "tiresias-60, wave-burst"}, wantCode: 1,
 			wantStdout: []string{"tiresias-60", "wave-burst   53         256   9h43m     9h02m   1.076        1.061 (per-pod)    0.934 (rigid)   1.061 (per-pod)    FAIL: makespan +6.1% vs per-pod; JCT p99 +6.1% vs per-pod"},

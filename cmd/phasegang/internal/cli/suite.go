@@ -42,7 +42,11 @@ func runSuite(stdout, stderr io.Writer, f *simulateFlags, args []string) error {
 	}
 	if scaling != nil {
 		ws = sim.WithScaling(ws, scaling)
-		fmt.Fprintf(stdout, "scaling: efficiency %.2f per doubling of an elastic phase's workers\n", scaling.EfficiencyPerDoubling)
+		e := scaling.EfficiencyPerDoubling
+		if e == 0 {
+			e = 1
+		}
+		fmt.Fprintf(stdout, "scaling: efficiency %.2f per doubling of an elastic phase's workers; %s lost per resize\n", e, scaling.ResizeCost.Duration)
 	}
 	start := time.Now()
 	rows, err := sim.RunSuite(ws)
