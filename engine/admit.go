@@ -180,7 +180,8 @@ func (a *admission) fenceOf(gr *gangReq) []bool {
 
 // placeMin places up to want workers of gr and at least its min,
 // reclaiming younger gangs' elastic surplus for the min if that is what
-// it takes. nil: it does not fit.
+// it takes (and, past gr's starvation bound, some of older gangs': see
+// State.reclaim). nil: it does not fit.
 func (a *admission) placeMin(gr *gangReq, c *nodeClass, want int32) []int32 {
 	s := a.s
 	fence := a.fenceOf(gr)
@@ -191,7 +192,7 @@ func (a *admission) placeMin(gr *gangReq, c *nodeClass, want int32) []int32 {
 	}
 	nodes := s.place(gr, c, want, gr.req.Min, fence).nodes
 	if nodes == nil && len(a.donors) > 0 {
-		if nodes = s.reclaim(gr, c, fence, a.donors, a.plan); nodes != nil {
+		if nodes = s.reclaim(gr, c, fence, a.donors, a.plan, a.starving(gr)); nodes != nil {
 			clear(a.failedMin)
 			a.refreshDonors()
 		}

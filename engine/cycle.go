@@ -21,7 +21,9 @@ import (
 //     a rigid gang whole, an elastic gang at full width if it fits there,
 //     else deferred to after the walk and then given what fits between
 //     min and desired (admit.go says why), reclaiming younger gangs'
-//     elastic surplus for its min if that is what it takes; a gang that
+//     elastic surplus for its min if that is what it takes (past its
+//     starvation bound also older gangs', no more than it finds free:
+//     see reclaim); a gang that
 //     does not fit at min is blocked, and the first
 //     blocked gang is the head. Gangs behind a blocked head backfill while
 //     the head is within its starvation bound; past it, the head fences
@@ -402,23 +404,60 @@ type surplusWorker struct {
 // gangs behind it in queue order: the youngest (or lowest-priority) gang's
 // highest-index workers go first. It shrinks only if that lets gr fit, and
 // then as little as needed. It returns gr's placement, or nil.
-func (s *State) reclaim(gr *gangReq, c *nodeClass, fence []bool, all []*grantState, plan *Plan) []int32 {
+//
+// A starving gr (past its starvation bound) may also take surplus from
+// gangs ahead of it of no higher priority, after the younger gangs'
+// surplus, but no more of their workers than it finds room for workers of
+// its own free now (none free: none taken). Why: a starving gang fences
+// the nodes it waits for, and what frees there idles until its min fits,
+// while the older gangs whose surplus it waits behind may keep it for
+// their whole run; the fence then idles capacity and holds back every
+// younger gang without bringing the head's start closer (docs/simulator.md,
+// "Why phasegang loses", cause C). The cap keeps this to a gang that
+// waits beside idle capacity, so it puts that capacity to work rather
+// than reshuffling a full cluster; an older gang only ever loses surplus,
+// never its min, and grows back (oldest first) as capacity frees.
+func (s *State) reclaim(gr *gangReq, c *nodeClass, fence []bool, all []*grantState, plan *Plan, starving bool) []int32 {
 	// Donors are youngest first; those behind gr are a prefix.
 	n := 0
 	for n < len(all) && compareQueue(&all[n].req, &gr.req) > 0 {
 		n++
 	}
 	donors := all[:n]
+	var older int // how many surplus workers of gangs ahead of gr it may take
+	if starving {
+		// gr did not fit, so fewer than min workers are free for it.
+		if older = int(s.place(gr, c, gr.req.Min, 1, fence).total); older > 0 {
+			donors = slices.Clone(donors)
+			for _, g := range all[n:] {
+				if g.req.Priority <= gr.req.Priority {
+					donors = append(donors, g)
+				}
+			}
+		}
+	}
 	if len(donors) == 0 {
 		return nil
 	}
 	var cands []surplusWorker
-	for _, g := range donors {
+	for j, g := range donors {
+		if j >= n && older == 0 {
+			break
+		}
 		for i := len(g.workers) - 1; i >= int(g.req.Min); i-- {
 			if g.workers[i] >= 0 {
+				if j >= n {
+					if older == 0 {
+						break
+					}
+					older--
+				}
 				cands = append(cands, surplusWorker{g: g, index: i})
 			}
 		}
+	}
+	if len(cands) == 0 {
+		return nil
 	}
 	try := func(n int) placement {
 		s.adjust(cands[:n], +1)

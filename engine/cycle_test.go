@@ -145,6 +145,49 @@ func TestYoungerElasticNeverTakesFromOlder(t *testing.T) {
 	}
 }
 
+// A starving gang may take an older gang's surplus, but no more workers of
+// it than it finds free (so at least half of what it starts with was
+// idle), and never from a gang of higher priority.
+func TestStarvingGangTakesOlderSurplusUpToFree(t *testing.T) {
+	cases := map[string]struct {
+		oldDesired, oldPriority int32
+		wantShrink              int
+	}{
+		"1 free, 1 taken":                {oldDesired: 6, wantShrink: 1},
+		"nothing free: nothing taken":    {oldDesired: 7, wantShrink: 0},
+		"higher priority: nothing taken": {oldDesired: 6, oldPriority: 10, wantShrink: 0},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			s := NewState(DefaultConfig(), []Node{gpuNode("a", 8)}, nil)
+			old := req("old", 2, tc.oldDesired, 0)
+			old.Priority = tc.oldPriority
+			s.Submit(old)
+			s.Submit(req("other", 1, 1, 1))
+			s.Cycle(t0.Add(time.Minute))
+			s.Submit(req("young", 2, 2, 5))
+			if plan := s.Cycle(t0.Add(6 * time.Minute)); len(plan.Shrinks) != 0 || len(plan.Reserves) != 0 {
+				t.Fatalf("within its starvation bound the young gang took something: %+v", plan)
+			}
+			plan := s.Cycle(t0.Add(16 * time.Minute)) // 11 minutes queued: starving
+			var shrunk int
+			for _, sh := range plan.Shrinks {
+				if sh.Gang.Pipeline != "ns/old" || sh.For.Pipeline != "ns/young" {
+					t.Fatalf("unexpected shrink %+v", sh)
+				}
+				shrunk += len(sh.Workers)
+			}
+			if shrunk != tc.wantShrink {
+				t.Fatalf("shrunk %d of the old gang, want %d: %+v", shrunk, tc.wantShrink, plan)
+			}
+			reserved := len(plan.Reserves) == 1 && plan.Reserves[0].Gang.Pipeline == "ns/young"
+			if reserved != (tc.wantShrink > 0) {
+				t.Fatalf("young gang reserved: %v, want %v: %+v", reserved, tc.wantShrink > 0, plan)
+			}
+		})
+	}
+}
+
 func TestQueueOrder(t *testing.T) {
 	// One 4-GPU node, four gangs of 4: only the first in order runs.
 	hi := req("zzz-high-priority", 4, 4, 50)
