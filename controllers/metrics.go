@@ -57,7 +57,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		Releases: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "phasegang_releases_total", Help: "Grants released (phase ended, retried, timed out or lost a node)."}),
 		Shrinks: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "phasegang_surplus_shrinks_total", Help: "Elastic gangs shrunk to give surplus to an older or higher-priority gang."}),
+			Name: "phasegang_surplus_shrinks_total", Help: "Elastic gangs shrunk to give surplus to an older or higher-priority gang, or to a gang past its starvation bound."}),
 		Moved: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "phasegang_moved_workers_total", Help: "Unbound workers moved to another node: a pod phasegang does not manage took their node, or kube-scheduler refused them there."}),
 		Displaced: prometheus.NewCounter(prometheus.CounterOpts{
