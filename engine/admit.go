@@ -119,7 +119,9 @@ func (a *admission) visit(gr *gangReq) {
 }
 
 // admitDeferred tries the deferred gangs again, in walk order, each with
-// as many workers as fit between min and desired.
+// as many workers as fit between min and desired. A gang that would start
+// with less than a quarter of its width lets the older running elastic
+// gangs grow first (growsFirst says why).
 func (a *admission) admitDeferred() {
 	s := a.s
 	a.walked = true
@@ -132,7 +134,11 @@ func (a *admission) admitDeferred() {
 			continue
 		}
 		c := s.class(gr)
-		if nodes := a.placeMin(gr, c, a.fullWidth(gr)); nodes != nil {
+		want := a.fullWidth(gr)
+		if a.growsFirst(gr, c, want) {
+			s.grow(a.plan, earlier(oldestBlocked(a.blocked), gr), a.reserved, a.quotaHeads, a.queueHeads, a.reclaiming, nil)
+		}
+		if nodes := a.placeMin(gr, c, want); nodes != nil {
 			a.reserve(gr, nodes)
 			if gr == a.fenceHead {
 				// It got what it fenced: nobody waits behind the fence.
@@ -143,6 +149,43 @@ func (a *admission) admitDeferred() {
 		}
 		a.block(gr, c)
 	}
+}
+
+// smallStart is the share of its width below which a deferred gang does
+// not start ahead of older elastic gangs' growth: fewer than 1/smallStart
+// of the workers it wants.
+const smallStart = 4
+
+// growsFirst reports whether the older running elastic gangs grow before
+// deferred gang gr is placed: gr fits now at min but with fewer than a
+// quarter of the want workers it is tried at.
+//
+// Why: a gang started at a small share of its width runs at that share's
+// speed, for a long time, and holds capacity an older gang below desired
+// would have grown into. On a cluster that is always short of what the
+// elastic gangs desire, each such start adds one more gang sharing the
+// capacity, and every one of them ends later (processor sharing): the
+// policy suite's elastic-heavy workload (trains from min 1-2 to desired
+// 8-16) had trains running at 2 of 16 workers for hours. Growing the older
+// gangs first serves them closer to first come, first served. gr still
+// gets what is left, at least its min, so no capacity idles for it; a gang
+// that would start with a quarter or more (as every trace train does:
+// min is half of desired) starts at once, as before.
+func (a *admission) growsFirst(gr *gangReq, c *nodeClass, want int32) bool {
+	if want < smallStart*gr.req.Min {
+		// Even at min it has a quarter of want or more.
+		return false
+	}
+	p := a.s.place(gr, c, want, gr.req.Min, a.fenceOf(gr))
+	return p.nodes != nil && smallStart*len(p.nodes) < int(want)
+}
+
+// earlier is whichever of x and y comes first in queue order (nil: none).
+func earlier(x, y *gangReq) *gangReq {
+	if x == nil || (y != nil && compareQueue(&y.req, &x.req) < 0) {
+		return y
+	}
+	return x
 }
 
 // waitsForQuota reports whether gr's tenant queue or its namespace's

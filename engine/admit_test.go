@@ -68,3 +68,66 @@ func TestStarvingDeferredGangIsNotOvertaken(t *testing.T) {
 		t.Errorf("within the bound: granted sizes %v, want %v", got, want)
 	}
 }
+
+// grows maps each grown gang's pipeline to the workers it gained.
+func grows(plan Plan) map[string]int {
+	out := map[string]int{}
+	for _, g := range plan.Grows {
+		out[g.Gang.Pipeline] += len(g.Workers)
+	}
+	return out
+}
+
+func TestDeferredGangAtASmallShareLetsOlderGangsGrowFirst(t *testing.T) {
+	// One 8-GPU node: old (2..8) runs with 4 workers and a rigid gang
+	// holds 2, so 2 GPUs are free.
+	nodes := []Node{gpuNode("a", 8)}
+	ledger := func() []Grant {
+		return []Grant{
+			{Request: req("old", 2, 8, 0), Workers: []string{"a", "a", "a", "a"}},
+			{Request: req("rigid", 2, 2, 1), Workers: []string{"a", "a"}},
+		}
+	}
+	cases := map[string]struct {
+		young             Request
+		now               time.Duration
+		wantRes, wantGrow map[string]int
+	}{
+		"2 of 16 is less than a quarter: old grows into the 2 GPUs": {
+			young: req("young", 2, 16, 5), now: 6 * time.Minute,
+			wantRes: map[string]int{}, wantGrow: map[string]int{"ns/old": 2},
+		},
+		"past its starvation bound too": {
+			young: req("young", 2, 16, 5), now: time.Hour,
+			wantRes: map[string]int{}, wantGrow: map[string]int{"ns/old": 2},
+		},
+		"2 of 8 is a quarter: young starts at once, as before": {
+			young: req("young", 2, 8, 5), now: 6 * time.Minute,
+			wantRes: map[string]int{"ns/young": 2}, wantGrow: map[string]int{},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			cfg := Config{StarvationBound: 10 * time.Minute}
+			plan := Schedule(cfg, Snapshot{Now: t0.Add(tc.now), Nodes: nodes, Ledger: ledger(), Queue: []Request{tc.young}})
+			if got := sizes(plan); !maps.Equal(got, tc.wantRes) {
+				t.Errorf("reserved %v, want %v", got, tc.wantRes)
+			}
+			if got := grows(plan); !maps.Equal(got, tc.wantGrow) {
+				t.Errorf("grew %v, want %v", got, tc.wantGrow)
+			}
+		})
+	}
+
+	// A gang younger than the deferred one does not grow first: young
+	// (2..16) takes the 2 free GPUs, ahead of younger's growth.
+	l := ledger()
+	l[0].Request = req("younger", 2, 8, 9)
+	plan := Schedule(Config{StarvationBound: 10 * time.Minute}, Snapshot{Now: t0.Add(10 * time.Minute), Nodes: nodes, Ledger: l, Queue: []Request{req("young", 2, 16, 5)}})
+	if got, want := sizes(plan), map[string]int{"ns/young": 2}; !maps.Equal(got, want) {
+		t.Errorf("with a younger running gang: reserved %v, want %v", got, want)
+	}
+	if len(plan.Grows) != 0 {
+		t.Errorf("with a younger running gang: grew %v, want nothing", grows(plan))
+	}
+}
