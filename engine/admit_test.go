@@ -131,3 +131,50 @@ func TestDeferredGangAtASmallShareLetsOlderGangsGrowFirst(t *testing.T) {
 		t.Errorf("with a younger running gang: grew %v, want nothing", grows(plan))
 	}
 }
+
+func TestSmallGangYieldsAnEmptyNodeToAYoungerWholeNodeGang(t *testing.T) {
+	// old's validate (one GPU) comes first by age; young's train is two
+	// workers of a whole node each, and only nodes a and b are empty.
+	validate := req("old", 1, 1, 0)
+	validate.Gang.Phase = "validate"
+	train := req("young", 2, 2, 5)
+	train.Footprint = ResourceList{gpu: Milli(8)}
+	nodes := func(cFree int64) []Node {
+		ns := []Node{gpuNode("a", 8), gpuNode("b", 8), gpuNode("c", 8)}
+		ns[2].Used = ResourceList{gpu: Milli(8 - cFree)}
+		return ns
+	}
+	cases := map[string]struct {
+		cfg   Config
+		cFree int64
+		now   time.Duration
+		want  map[string]int
+	}{
+		"within its bound, the validate yields": {
+			cfg: Config{StarvationBound: 10 * time.Minute}, now: 6 * time.Minute,
+			want: map[string]int{"ns/young": 2},
+		},
+		"past its bound, it does not": {
+			cfg: Config{StarvationBound: 10 * time.Minute}, now: time.Hour,
+			want: map[string]int{"ns/old": 1},
+		},
+		"with room on a used node it goes there and nobody waits": {
+			cfg: Config{StarvationBound: 10 * time.Minute}, cFree: 1, now: 6 * time.Minute,
+			want: map[string]int{"ns/old": 1, "ns/young": 2},
+		},
+		"the yield turned off (the per-pod baseline)": {
+			cfg: Config{StarvationBound: 10 * time.Minute, NoWholeNodeYield: true}, now: 6 * time.Minute,
+			want: map[string]int{"ns/old": 1},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			v, tr := validate, train
+			v.Queued, tr.Queued = t0, t0.Add(5*time.Minute)
+			plan := Schedule(tc.cfg, Snapshot{Now: t0.Add(tc.now), Nodes: nodes(tc.cFree), Queue: []Request{v, tr}})
+			if got := sizes(plan); !maps.Equal(got, tc.want) {
+				t.Errorf("reserved %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
