@@ -68,6 +68,12 @@ type admission struct {
 	// walk order.
 	deferred []*gangReq
 	walked   bool // the walk is over: admitDeferred runs
+	// wholeNode caches fillsNodes per shape, and wholeNodeGangs lists the
+	// queued gangs that fill nodes in queue order (built when a gang first
+	// may yield, see yieldsWholeNode).
+	wholeNode      map[int32]bool
+	wholeNodeGangs []*gangReq
+	wholeNext      int
 }
 
 func (s *State) newAdmission(now time.Time, plan *Plan, doomed map[string]int, reportInfeasible func(*gangReq)) *admission {
@@ -105,11 +111,21 @@ func (a *admission) visit(gr *gangReq) {
 	}
 	if want := a.fullWidth(gr); want > gr.req.Min {
 		if nodes := s.place(gr, c, want, want, a.fenceOf(gr)).nodes; nodes != nil {
+			if a.yieldsWholeNode(gr, nodes) {
+				a.deferred = append(a.deferred, gr)
+				return
+			}
 			a.reserve(gr, nodes)
 			return
 		}
 		a.deferGang(gr, c)
 		return
+	}
+	if a.mayYield(gr) {
+		if nodes := s.place(gr, c, gr.req.Min, gr.req.Min, a.fenceOf(gr)).nodes; nodes != nil && a.yieldsWholeNode(gr, nodes) {
+			a.deferred = append(a.deferred, gr)
+			return
+		}
 	}
 	if nodes := a.placeMin(gr, c, gr.req.Min); nodes != nil {
 		a.reserve(gr, nodes)
@@ -118,8 +134,123 @@ func (a *admission) visit(gr *gangReq) {
 	a.block(gr, c)
 }
 
+// Whole-node yield
+//
+// Every phase is queued with its pipeline's age, so when a train ends, the
+// older pipeline's one-GPU validate comes before a younger pipeline's
+// train of whole-node workers. Best fit puts it on a partly used node if
+// there is one; when the freed nodes are the only room, it takes one of
+// them, and the train that needed exactly those nodes waits until the
+// validate ends, or, if elastic, starts below desired. Per-pod scheduling
+// creates the validate's pods only when the train ends, behind the train
+// pods already waiting, and the policy suite measured what the order
+// costs: fragmentation's p99 (the last 2-node train waited for a 10-minute
+// validate) and the wave burst's makespan.
+//
+// So, within its starvation bound, a gang whose placement would take part
+// of an empty node yields when the first younger queued gang of whole-node
+// workers (one worker fills a node of its class) fits at min on the empty
+// nodes now and would not fit without that one. The yielding gang is
+// deferred: after the walk it gets what is left, as a deferred elastic
+// gang does (reclaim included), so nothing idles for it. Past its bound it
+// yields no more; being passed within the bound is the backfill trade-off
+// a blocked head already accepts. Without tenant queues only: with them
+// the walk's order is by fair share, not queue order.
+
+// mayYield reports whether gr may yield a whole node at all: a gang of
+// whole-node workers is queued behind it.
+func (a *admission) mayYield(gr *gangReq) bool {
+	return !a.s.cfg.NoWholeNodeYield && len(a.s.queues) == 0 && !a.starving(gr) && a.nextWholeNodeGang(gr) != nil
+}
+
+// yieldsWholeNode reports whether gr, placed on nodes, yields (see above).
+func (a *admission) yieldsWholeNode(gr *gangReq, nodes []int32) bool {
+	if !a.mayYield(gr) {
+		return false
+	}
+	s := a.s
+	var empty []int32 // the empty nodes gr would take part of
+	for _, i := range nodes {
+		if s.nodes[i].grantCount == 0 && !slices.Contains(empty, i) {
+			empty = append(empty, i)
+		}
+	}
+	if len(empty) == 0 {
+		return false
+	}
+	y := a.nextWholeNodeGang(gr)
+	if y == nil {
+		return false
+	}
+	fence := a.fenceOf(y)
+	var room, taken int32 // empty nodes that hold a worker of y; of them, gr's
+	for _, i := range s.class(y).nodes {
+		if s.nodes[i].grantCount != 0 || (fence != nil && fence[i]) || capOf(s.nodes[i].free, y.fp, 1) == 0 {
+			continue
+		}
+		room++
+		if slices.Contains(empty, i) {
+			taken++
+		}
+	}
+	return taken > 0 && y.req.Min <= room && y.req.Min > room-taken
+}
+
+// nextWholeNodeGang is the first queued gang after gr in queue order whose
+// worker fills a node of its class (nil: none). The walk asks in queue
+// order, so a cursor moves forward through the list once per cycle.
+func (a *admission) nextWholeNodeGang(gr *gangReq) *gangReq {
+	s := a.s
+	if a.wholeNode == nil {
+		a.wholeNode = map[int32]bool{}
+		any := false
+		for _, y := range s.queue {
+			if _, ok := a.wholeNode[y.shape]; !ok {
+				whole := s.fillsNodes(y)
+				a.wholeNode[y.shape] = whole
+				any = any || whole
+			}
+		}
+		for _, y := range s.order {
+			if any && !y.removed && y.infeasible == "" && a.wholeNode[y.shape] {
+				a.wholeNodeGangs = append(a.wholeNodeGangs, y)
+			}
+		}
+	}
+	for a.wholeNext < len(a.wholeNodeGangs) {
+		y := a.wholeNodeGangs[a.wholeNext]
+		if !y.removed && compareQueue(&y.req, &gr.req) > 0 {
+			return y
+		}
+		a.wholeNext++
+	}
+	return nil
+}
+
+// fillsNodes reports whether one worker of gr fills any node of its class
+// it fits on: no node could ever hold two.
+func (s *State) fillsNodes(gr *gangReq) bool {
+	c := s.class(gr)
+	if len(c.nodes) == 0 {
+		return false
+	}
+	for _, i := range c.nodes {
+		n := s.nodes[i]
+		two := true
+		for _, f := range gr.fp {
+			two = two && (n.alloc[f.dim]-n.used[f.dim])/f.amt >= 2
+		}
+		if two {
+			return false
+		}
+	}
+	return true
+}
+
 // admitDeferred tries the deferred gangs again, in walk order, each with
-// as many workers as fit between min and desired.
+// as many workers as fit between min and desired. A gang that would start
+// with less than a quarter of its width lets the older running elastic
+// gangs grow first (growsFirst says why).
 func (a *admission) admitDeferred() {
 	s := a.s
 	a.walked = true
@@ -132,7 +263,11 @@ func (a *admission) admitDeferred() {
 			continue
 		}
 		c := s.class(gr)
-		if nodes := a.placeMin(gr, c, a.fullWidth(gr)); nodes != nil {
+		want := a.fullWidth(gr)
+		if a.growsFirst(gr, c, want) {
+			s.grow(a.plan, earlier(oldestBlocked(a.blocked), gr), a.reserved, a.quotaHeads, a.queueHeads, a.reclaiming, nil)
+		}
+		if nodes := a.placeMin(gr, c, want); nodes != nil {
 			a.reserve(gr, nodes)
 			if gr == a.fenceHead {
 				// It got what it fenced: nobody waits behind the fence.
@@ -143,6 +278,43 @@ func (a *admission) admitDeferred() {
 		}
 		a.block(gr, c)
 	}
+}
+
+// smallStart is the share of its width below which a deferred gang does
+// not start ahead of older elastic gangs' growth: fewer than 1/smallStart
+// of the workers it wants.
+const smallStart = 4
+
+// growsFirst reports whether the older running elastic gangs grow before
+// deferred gang gr is placed: gr fits now at min but with fewer than a
+// quarter of the want workers it is tried at.
+//
+// Why: a gang started at a small share of its width runs at that share's
+// speed, for a long time, and holds capacity an older gang below desired
+// would have grown into. On a cluster that is always short of what the
+// elastic gangs desire, each such start adds one more gang sharing the
+// capacity, and every one of them ends later (processor sharing): the
+// policy suite's elastic-heavy workload (trains from min 1-2 to desired
+// 8-16) had trains running at 2 of 16 workers for hours. Growing the older
+// gangs first serves them closer to first come, first served. gr still
+// gets what is left, at least its min, so no capacity idles for it; a gang
+// that would start with a quarter or more (as every trace train does:
+// min is half of desired) starts at once, as before.
+func (a *admission) growsFirst(gr *gangReq, c *nodeClass, want int32) bool {
+	if want < smallStart*gr.req.Min {
+		// Even at min it has a quarter of want or more.
+		return false
+	}
+	p := a.s.place(gr, c, want, gr.req.Min, a.fenceOf(gr))
+	return p.nodes != nil && smallStart*len(p.nodes) < int(want)
+}
+
+// earlier is whichever of x and y comes first in queue order (nil: none).
+func earlier(x, y *gangReq) *gangReq {
+	if x == nil || (y != nil && compareQueue(&y.req, &x.req) < 0) {
+		return y
+	}
+	return x
 }
 
 // waitsForQuota reports whether gr's tenant queue or its namespace's

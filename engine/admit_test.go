@@ -68,3 +68,113 @@ func TestStarvingDeferredGangIsNotOvertaken(t *testing.T) {
 		t.Errorf("within the bound: granted sizes %v, want %v", got, want)
 	}
 }
+
+// grows maps each grown gang's pipeline to the workers it gained.
+func grows(plan Plan) map[string]int {
+	out := map[string]int{}
+	for _, g := range plan.Grows {
+		out[g.Gang.Pipeline] += len(g.Workers)
+	}
+	return out
+}
+
+func TestDeferredGangAtASmallShareLetsOlderGangsGrowFirst(t *testing.T) {
+	// One 8-GPU node: old (2..8) runs with 4 workers and a rigid gang
+	// holds 2, so 2 GPUs are free.
+	nodes := []Node{gpuNode("a", 8)}
+	ledger := func() []Grant {
+		return []Grant{
+			{Request: req("old", 2, 8, 0), Workers: []string{"a", "a", "a", "a"}},
+			{Request: req("rigid", 2, 2, 1), Workers: []string{"a", "a"}},
+		}
+	}
+	cases := map[string]struct {
+		young             Request
+		now               time.Duration
+		wantRes, wantGrow map[string]int
+	}{
+		"2 of 16 is less than a quarter: old grows into the 2 GPUs": {
+			young: req("young", 2, 16, 5), now: 6 * time.Minute,
+			wantRes: map[string]int{}, wantGrow: map[string]int{"ns/old": 2},
+		},
+		"past its starvation bound too": {
+			young: req("young", 2, 16, 5), now: time.Hour,
+			wantRes: map[string]int{}, wantGrow: map[string]int{"ns/old": 2},
+		},
+		"2 of 8 is a quarter: young starts at once, as before": {
+			young: req("young", 2, 8, 5), now: 6 * time.Minute,
+			wantRes: map[string]int{"ns/young": 2}, wantGrow: map[string]int{},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			cfg := Config{StarvationBound: 10 * time.Minute}
+			plan := Schedule(cfg, Snapshot{Now: t0.Add(tc.now), Nodes: nodes, Ledger: ledger(), Queue: []Request{tc.young}})
+			if got := sizes(plan); !maps.Equal(got, tc.wantRes) {
+				t.Errorf("reserved %v, want %v", got, tc.wantRes)
+			}
+			if got := grows(plan); !maps.Equal(got, tc.wantGrow) {
+				t.Errorf("grew %v, want %v", got, tc.wantGrow)
+			}
+		})
+	}
+
+	// A gang younger than the deferred one does not grow first: young
+	// (2..16) takes the 2 free GPUs, ahead of younger's growth.
+	l := ledger()
+	l[0].Request = req("younger", 2, 8, 9)
+	plan := Schedule(Config{StarvationBound: 10 * time.Minute}, Snapshot{Now: t0.Add(10 * time.Minute), Nodes: nodes, Ledger: l, Queue: []Request{req("young", 2, 16, 5)}})
+	if got, want := sizes(plan), map[string]int{"ns/young": 2}; !maps.Equal(got, want) {
+		t.Errorf("with a younger running gang: reserved %v, want %v", got, want)
+	}
+	if len(plan.Grows) != 0 {
+		t.Errorf("with a younger running gang: grew %v, want nothing", grows(plan))
+	}
+}
+
+func TestSmallGangYieldsAnEmptyNodeToAYoungerWholeNodeGang(t *testing.T) {
+	// old's validate (one GPU) comes first by age; young's train is two
+	// workers of a whole node each, and only nodes a and b are empty.
+	validate := req("old", 1, 1, 0)
+	validate.Gang.Phase = "validate"
+	train := req("young", 2, 2, 5)
+	train.Footprint = ResourceList{gpu: Milli(8)}
+	nodes := func(cFree int64) []Node {
+		ns := []Node{gpuNode("a", 8), gpuNode("b", 8), gpuNode("c", 8)}
+		ns[2].Used = ResourceList{gpu: Milli(8 - cFree)}
+		return ns
+	}
+	cases := map[string]struct {
+		cfg   Config
+		cFree int64
+		now   time.Duration
+		want  map[string]int
+	}{
+		"within its bound, the validate yields": {
+			cfg: Config{StarvationBound: 10 * time.Minute}, now: 6 * time.Minute,
+			want: map[string]int{"ns/young": 2},
+		},
+		"past its bound, it does not": {
+			cfg: Config{StarvationBound: 10 * time.Minute}, now: time.Hour,
+			want: map[string]int{"ns/old": 1},
+		},
+		"with room on a used node it goes there and nobody waits": {
+			cfg: Config{StarvationBound: 10 * time.Minute}, cFree: 1, now: 6 * time.Minute,
+			want: map[string]int{"ns/old": 1, "ns/young": 2},
+		},
+		"the yield turned off (the per-pod baseline)": {
+			cfg: Config{StarvationBound: 10 * time.Minute, NoWholeNodeYield: true}, now: 6 * time.Minute,
+			want: map[string]int{"ns/old": 1},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			v, tr := validate, train
+			v.Queued, tr.Queued = t0, t0.Add(5*time.Minute)
+			plan := Schedule(tc.cfg, Snapshot{Now: t0.Add(tc.now), Nodes: nodes(tc.cFree), Queue: []Request{v, tr}})
+			if got := sizes(plan); !maps.Equal(got, tc.want) {
+				t.Errorf("reserved %v, want %v", got, tc.want)
+			}
+		})
+	}
+}

@@ -20,12 +20,13 @@ import (
 //  2. admit: walk the queue in order and reserve each gang all at once:
 //     a rigid gang whole, an elastic gang at full width if it fits there,
 //     else deferred to after the walk and then given what fits between
-//     min and desired (admit.go says why), reclaiming younger gangs'
-//     elastic surplus for its min if that is what it takes (past its
-//     starvation bound also older gangs', no more than it finds free:
-//     see reclaim); a gang that
-//     does not fit at min is blocked, and the first
-//     blocked gang is the head. Gangs behind a blocked head backfill while
+//     min and desired (admit.go says why; one that would get less than a
+//     quarter of its width lets older elastic gangs grow first),
+//     reclaiming younger gangs' elastic surplus for its min if that is
+//     what it takes (past its starvation bound also older gangs', no more
+//     than it finds free: see reclaim); a gang that does not fit at min is
+//     blocked, and the first blocked gang is the head. Gangs behind a
+//     blocked head backfill while
 //     the head is within its starvation bound; past it, the head fences
 //     the nodes it waits for and nobody behind it may use them. A gang
 //     its namespace's quotas do not admit whole waits for the quota
@@ -94,7 +95,7 @@ func (s *State) cycle(now time.Time) Plan {
 	// queue's quota from its lower-priority gangs (preempt.go); growth
 	// must then leave what was freed to them (frozen).
 	frozen := s.preempt(&plan, now, a.reclaiming)
-	s.grow(&plan, a.blocked, a.reserved, a.quotaHeads, a.queueHeads, a.reclaiming, frozen)
+	s.grow(&plan, oldestBlocked(a.blocked), a.reserved, a.quotaHeads, a.queueHeads, a.reclaiming, frozen)
 	if !s.cfg.SkipWaiting {
 		s.explain(&plan, now, a.blocked, a.backoff, a.held, a.fenced != nil)
 		plan.Waiting = append(plan.Waiting, a.quotaWaits...)
@@ -288,27 +289,22 @@ func (s *State) workerPlacements(first int, nodes []int32) []WorkerPlacement {
 }
 
 // grow extends elastic grants toward desired. Only gangs that precede
-// every blocked gang in queue order grow: growth must never take capacity
-// an older or higher-priority waiting gang needs.
+// limit in queue order grow (nil: every gang): the cycle passes the oldest
+// blocked gang, since growth must never take capacity an older or
+// higher-priority waiting gang needs; admitDeferred also passes the
+// deferred gang it is about to place (growsFirst).
 //
 // frozen are the tenant queues a preemption freed quota for in this
 // cycle: none of their gangs grows in it, so the quota is still there
 // when the next cycle's walk comes to the gang it was freed for.
-func (s *State) grow(plan *Plan, blocked []*gangReq, reserved map[GangKey]int, quotaHeads, queueHeads map[int]*gangReq, rc reclaims, frozen map[int]bool) {
+func (s *State) grow(plan *Plan, limit *gangReq, reserved map[GangKey]int, quotaHeads, queueHeads map[int]*gangReq, rc reclaims, frozen map[int]bool) {
 	var cands []*grantState
 	for _, g := range s.elastic {
-		if int32(len(g.workers)) < g.req.Desired {
+		if int32(len(g.workers)) < g.req.Desired && (limit == nil || compareQueue(&g.req, &limit.req) < 0) {
 			cands = append(cands, g)
 		}
 	}
 	slices.SortFunc(cands, func(a, b *grantState) int { return compareQueue(&a.req, &b.req) })
-	if oldest := oldestBlocked(blocked); oldest != nil {
-		n := 0
-		for n < len(cands) && compareQueue(&cands[n].req, &oldest.req) <= 0 {
-			n++
-		}
-		cands = cands[:n]
-	}
 	for g := range s.growOrder(cands) {
 		if len(frozen) > 0 && frozen[s.queueCharge(&g.gangReq).q] {
 			continue
@@ -323,6 +319,9 @@ func (s *State) grow(plan *Plan, blocked []*gangReq, reserved map[GangKey]int, q
 		added := s.workerPlacements(first, p.nodes)
 		if i, ok := reserved[g.req.Gang]; ok {
 			plan.Reserves[i].Workers = append(plan.Reserves[i].Workers, added...)
+		} else if i := slices.IndexFunc(plan.Grows, func(r Reservation) bool { return r.Gang == g.req.Gang }); i >= 0 {
+			// It grew earlier in the cycle too (admitDeferred): one entry.
+			plan.Grows[i].Workers = append(plan.Grows[i].Workers, added...)
 		} else {
 			plan.Grows = append(plan.Grows, Reservation{Gang: g.req.Gang, Workers: added})
 		}

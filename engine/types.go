@@ -190,6 +190,10 @@ type Config struct {
 	// never reads the explanations, and building them for thousands of
 	// queued gangs every cycle would dominate its run time.
 	SkipWaiting bool
+	// NoWholeNodeYield turns off the whole-node yield (admit.go,
+	// yieldsWholeNode): the simulator's per-pod baseline sets it, since
+	// it models kube-scheduler placing pods first come, first served.
+	NoWholeNodeYield bool
 }
 
 // DefaultConfig is the configuration used when none is given.

@@ -195,6 +195,7 @@ func Run(sc *Scenario, opts Options) (*Result, error) {
 		// One pod at a time, first come first served, and a pod that does
 		// not fit never holds back the pods behind it.
 		cfg.StarvationBound = time.Duration(1<<63 - 1)
+		cfg.NoWholeNodeYield = true
 	}
 	s := &simulator{
 		opts: opts, sc: sc, scaling: sc.Scaling,

@@ -61,7 +61,7 @@ func TestSimulate(t *testing.T) {
 			args: []string{"simulate", "--suite", "--suite-workloads", "elastic-heavy", "--efficiency-per-doubling", "0.9"},
 			wantStdout: []string{
 				"scaling: efficiency 0.90 per doubling of an elastic phase's workers",
-				"elastic-heavy  30         32    10h27m    8h56m  1.170        0.775 (per-pod)  0.843 (whole-job)  0.632 (rigid)   ok",
+				"elastic-heavy  30         32    10h35m    8h56m  1.184        0.784 (per-pod)  0.833 (whole-job)  0.684 (rigid)   ok",
 			},
 		},
 		"scaling efficiency out of range": {
@@ -72,9 +72,9 @@ func TestSimulate(t *testing.T) {
 			args: []string{"simulate", "--suite", "--suite-workloads", "tiresias-60", "--resize-cost", "2m"}, wantCode: 1,
 			wantStdout: []string{
 				"scaling: efficiency 1.00 per doubling of an elastic phase's workers; 2m0s lost per resize",
-				"tiresias-60  60         16    54m31s    54m31s  1.000        1.000 (whole-job)  1.686 (rigid)   1.000 (whole-job)  FAIL: JCT avg +68.6% vs per-phase-rigid",
+				"tiresias-60  60         16    54m31s    54m31s  1.000        1.000 (whole-job)  1.767 (rigid)   1.000 (whole-job)  FAIL: JCT avg +76.7% vs per-phase-rigid",
 			},
-			wantStderr: []string{"phasegang: policy suite: 1 of 1 workloads fail: tiresias-60 (JCT avg +68.6% vs per-phase-rigid)"},
+			wantStderr: []string{"phasegang: policy suite: 1 of 1 workloads fail: tiresias-60 (JCT avg +76.7% vs per-phase-rigid)"},
 		},
 		"negative resize cost": {
 			args: []string{"simulate", "--resize-cost", "-1m"}, wantCode: 1,
@@ -82,8 +82,8 @@ func TestSimulate(t *testing.T) {
 		},
 		"suite, a failing workload": {
 			args: []string{"simulate", "--suite", "--suite-workloads", "tiresias-60, wave-burst"}, wantCode: 1,
-			wantStdout: []string{"tiresias-60", "wave-burst   53         256   9h43m     9h02m   1.076        1.061 (per-pod)    0.934 (rigid)   1.061 (per-pod)    FAIL: makespan +6.1% vs per-pod; JCT p99 +6.1% vs per-pod"},
-			wantStderr: []string{"phasegang: policy suite: 1 of 2 workloads fail: wave-burst (makespan +6.1% vs per-pod; JCT p99 +6.1% vs per-pod)"},
+			wantStdout: []string{"tiresias-60", "wave-burst   53         256   9h32m     9h02m   1.056        1.041 (per-pod)    0.954 (rigid)   1.040 (per-pod)    FAIL: makespan +4.1% vs per-pod; JCT p99 +4.0% vs per-pod"},
+			wantStderr: []string{"phasegang: policy suite: 1 of 2 workloads fail: wave-burst (makespan +4.1% vs per-pod; JCT p99 +4.0% vs per-pod)"},
 		},
 		"suite, an unknown workload": {
 			args: []string{"simulate", "--suite", "--suite-workloads", "nope"}, wantCode: 1,
