@@ -57,9 +57,6 @@ type Reconciler struct {
 	// published is what each pipeline's EndpointSlice was last applied
 	// with (peers.go).
 	published map[types.NamespacedName][]driver.Peer
-	// created holds the pods each pipeline's reconciles created that the
-	// cache has not shown yet (expect.go).
-	created map[types.NamespacedName]map[string]time.Time
 }
 
 // progressBatch is how long a change of progress alone (phases' worker
@@ -261,7 +258,6 @@ func (r *Reconciler) forget(key types.NamespacedName) {
 	r.mu.Lock()
 	delete(r.heldSince, key)
 	delete(r.published, key)
-	delete(r.created, key)
 	r.mu.Unlock()
 	r.kick()
 }
@@ -373,8 +369,6 @@ func (r *Reconciler) nodeExists(ctx context.Context) func(string) bool {
 // refusal), and any other error (retried).
 func (r *Reconciler) syncWorkers(ctx context.Context, pt *v1alpha1.PhasedTraining, pods []corev1.Pod) (map[phases.Instance]refusal, error) {
 	ws := driver.SyncWorkers(pt, pods, r.nodeExists(ctx))
-	key := types.NamespacedName{Namespace: pt.Namespace, Name: pt.Name}
-	ws.Create = r.notYetSeen(key, pods, ws.Create, r.Clock.Now())
 	if r.PodGroups {
 		if err := r.syncPodGroups(ctx, pt); err != nil {
 			return nil, err
@@ -474,7 +468,6 @@ func (r *Reconciler) createWorkers(ctx context.Context, pt *v1alpha1.PhasedTrain
 		}
 		mu.Unlock()
 	}
-	var made []string // pods created or found existing
 	var wg sync.WaitGroup
 	if ws.Service {
 		svc := driver.BuildService(pt)
@@ -506,9 +499,6 @@ func (r *Reconciler) createWorkers(ctx context.Context, pt *v1alpha1.PhasedTrain
 			err := r.Client.Create(ctx, pod, client.FieldOwner(driver.FieldManager))
 			switch {
 			case err == nil || apierrors.IsAlreadyExists(err):
-				mu.Lock()
-				made = append(made, pod.Name)
-				mu.Unlock()
 			case refusalOf(err) != nil:
 				refuse(phases.Instance{Name: w.Status.Name, Iteration: w.Status.Iteration, Attempt: w.Status.Attempt}, *refusalOf(err))
 			default:
@@ -517,6 +507,5 @@ func (r *Reconciler) createWorkers(ctx context.Context, pt *v1alpha1.PhasedTrain
 		})
 	}
 	wg.Wait()
-	r.expectCreated(types.NamespacedName{Namespace: pt.Namespace, Name: pt.Name}, made, r.Clock.Now())
 	return refused, errs
 }
