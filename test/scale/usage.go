@@ -76,6 +76,11 @@ func snapshot(ctx context.Context, cfg *rest.Config) usage {
 		if s := labels["subresource"]; s != "" {
 			res += "/" + s
 		}
+		if labels["dry_run"] != "" {
+			// Checked by admission and validation, stored nowhere
+			// (phasegang dry-runs one pod per phase: podcheck.go).
+			res += " (dry run)"
+		}
 		f := strings.Fields(line)
 		v, _ := strconv.ParseFloat(f[len(f)-1], 64)
 		if writeVerbs[strings.ToUpper(labels["verb"])] {
