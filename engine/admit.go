@@ -203,16 +203,16 @@ func (a *admission) nextWholeNodeGang(gr *gangReq) *gangReq {
 	s := a.s
 	if a.wholeNode == nil {
 		a.wholeNode = map[int32]bool{}
-		any := false
+		anyWhole := false
 		for _, y := range s.queue {
 			if _, ok := a.wholeNode[y.shape]; !ok {
 				whole := s.fillsNodes(y)
 				a.wholeNode[y.shape] = whole
-				any = any || whole
+				anyWhole = anyWhole || whole
 			}
 		}
 		for _, y := range s.order {
-			if any && !y.removed && y.infeasible == "" && a.wholeNode[y.shape] {
+			if anyWhole && !y.removed && y.infeasible == "" && a.wholeNode[y.shape] {
 				a.wholeNodeGangs = append(a.wholeNodeGangs, y)
 			}
 		}
