@@ -266,6 +266,7 @@ func (a *admission) admitDeferred() {
 		want := a.fullWidth(gr)
 		if a.growsFirst(gr, c, want) {
 			s.grow(a.plan, earlier(oldestBlocked(a.blocked), gr), a.reserved, a.quotaHeads, a.queueHeads, a.reclaiming, nil)
+			a.donors = slices.DeleteFunc(a.donors, a.changedThisCycle)
 		}
 		if nodes := a.placeMin(gr, c, want); nodes != nil {
 			a.reserve(gr, nodes)
@@ -380,10 +381,19 @@ func (a *admission) placeMin(gr *gangReq, c *nodeClass, want int32) []int32 {
 // is a Reserve, which a Shrink in the same plan would contradict (their
 // surplus can be reclaimed from the next cycle on).
 func (a *admission) refreshDonors() {
-	a.donors = slices.DeleteFunc(a.s.donors(), func(g *grantState) bool {
-		_, now := a.reserved[g.req.Gang]
-		return now
-	})
+	a.donors = slices.DeleteFunc(a.s.donors(), a.changedThisCycle)
+}
+
+// changedThisCycle reports whether g was reserved or grown in this
+// cycle's plan: a Shrink of it in the same plan would contradict that
+// entry (its surplus can be reclaimed from the next cycle on). Deferred
+// gangs that let older gangs grow first (growsFirst) grow them mid-walk,
+// before a later gang's reclaim looks for donors.
+func (a *admission) changedThisCycle(g *grantState) bool {
+	if _, now := a.reserved[g.req.Gang]; now {
+		return true
+	}
+	return slices.ContainsFunc(a.plan.Grows, func(r Reservation) bool { return r.Gang == g.req.Gang })
 }
 
 // reserve grants gr on nodes (one entry per worker).
