@@ -3,6 +3,7 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -34,7 +35,7 @@ func (r *Reconciler) syncPeers(ctx context.Context, pt *v1alpha1.PhasedTraining,
 	published, known := r.published[key]
 	r.mu.Unlock()
 	next := driver.PublishPeers(ws.Peers, published)
-	if (known && driver.SamePeers(next, published)) || (len(next) == 0 && len(published) == 0) {
+	if (known && slices.Equal(next, published)) || (len(next) == 0 && len(published) == 0) {
 		// Unchanged; or nothing to list and nothing listed (or applied
 		// by this process): a slice that does not exist lists nobody.
 		return nil

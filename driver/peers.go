@@ -93,12 +93,6 @@ func PublishPeers(live, published []Peer) []Peer {
 	return out
 }
 
-// SamePeers reports whether two PublishPeers results list the same
-// endpoints.
-func SamePeers(a, b []Peer) bool {
-	return slices.Equal(a, b)
-}
-
 // BuildEndpointSlice is the EndpointSlice of the pipeline's Service (svc,
 // for its ports) listing peers, all ready: like the Service's
 // publishNotReadyAddresses, peers must resolve each other while they

@@ -65,16 +65,7 @@ workload:
 		e    float64
 		want float64 // makespan, seconds
 	}{{1, 7200}, {0.9, 3600 * 5.832 / 3.24}} {
-		sc, err := LoadScenario(data)
-		if err != nil {
-			t.Fatal(err)
-		}
-		sc.Scaling = &Scaling{EfficiencyPerDoubling: tc.e}
-		res, err := Run(sc, Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := res.Metrics.Makespan; math.Abs(got-tc.want) > 1 {
+		if got := makespanUnder(t, data, &Scaling{EfficiencyPerDoubling: tc.e}); math.Abs(got-tc.want) > 1 {
 			t.Errorf("efficiency %v: makespan %.0fs, want %.0fs", tc.e, got, tc.want)
 		}
 	}
@@ -121,20 +112,32 @@ workload:
 		cost string
 		want float64 // makespan, seconds
 	}{{"", 5400}, {"5m", 5700}} {
-		sc, err := LoadScenario(data)
-		if err != nil {
-			t.Fatal(err)
-		}
+		var scaling *Scaling
 		if tc.cost != "" {
-			sc.Scaling = &Scaling{}
-			sc.Scaling.ResizeCost.Duration, _ = time.ParseDuration(tc.cost)
+			scaling = &Scaling{}
+			scaling.ResizeCost.Duration, _ = time.ParseDuration(tc.cost)
 		}
-		res, err := Run(sc, Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := res.Metrics.Makespan; math.Abs(got-tc.want) > 1 {
+		if got := makespanUnder(t, data, scaling); math.Abs(got-tc.want) > 1 {
 			t.Errorf("resize cost %q: makespan %.0fs, want %.0fs", tc.cost, got, tc.want)
 		}
 	}
+}
+
+// makespanUnder runs the scenario in data under phasegang with the
+// scaling model s (nil: the scenario's own) and returns its makespan in
+// seconds.
+func makespanUnder(t *testing.T, data []byte, s *Scaling) float64 {
+	t.Helper()
+	sc, err := LoadScenario(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s != nil {
+		sc.Scaling = s
+	}
+	res, err := Run(sc, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res.Metrics.Makespan
 }
