@@ -66,8 +66,11 @@ type Reconciler struct {
 // expensive request in the scale benchmark); like the Job controller's
 // batching of pod updates, progress is then written at most every
 // progressBatch, while every change of state (a phase reserved, ended,
-// failed, requeued) is written at once.
-const progressBatch = 2 * time.Second
+// failed, requeued; a gang Running) is written at once. So a gang whose
+// workers start over a few seconds is written granted, then Running,
+// with no count in between: the counts lag by up to progressBatch, the
+// state never does.
+const progressBatch = 10 * time.Second
 
 // podPipelineIndex indexes managed pods by their pipeline label.
 const podPipelineIndex = "phasegang.dev/pipeline"
@@ -172,7 +175,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	now := r.Clock.Now()
 	adv := driver.Advance(pl, pt, driver.Observe(pl, &pt.Status, pods, now), now)
 	ensureTraceIdentity(pt, adv.Status)
-	res, stored, err := r.store(ctx, req.NamespacedName, pt, adv, now)
+	res, stored, err := r.store(ctx, req.NamespacedName, pt, pods, adv, now)
 	if err != nil || !stored {
 		return res, err
 	}
@@ -200,14 +203,14 @@ func ensureTraceIdentity(pt *v1alpha1.PhasedTraining, st *v1alpha1.PhasedTrainin
 	}
 }
 
-// store writes the advanced status, unless it is unchanged, a new
-// pipeline's first status (the scheduler stores it with its first
-// decision, see Scheduler.Propose), or progress alone that may wait
-// (holdProgress). It reports whether the pods may be synced now, and when
-// to come back (a timer of the step, a held write, a proposal).
-func (r *Reconciler) store(ctx context.Context, key types.NamespacedName, pt *v1alpha1.PhasedTraining, adv driver.Advanced, now time.Time) (ctrl.Result, bool, error) {
+// store writes the advanced status, unless it is unchanged, one that only
+// queued phases (the scheduler stores it with its first decision on them,
+// see proposable), or progress alone that may wait (holdProgress). It
+// reports whether the pods may be synced now, and when to come back (a
+// timer of the step, a held write, a proposal).
+func (r *Reconciler) store(ctx context.Context, key types.NamespacedName, pt *v1alpha1.PhasedTraining, pods []corev1.Pod, adv driver.Advanced, now time.Time) (ctrl.Result, bool, error) {
 	changed := !equality.Semantic.DeepEqual(&pt.Status, adv.Status)
-	if changed && r.Scheduler != nil && firstStatus(&pt.Status) && driver.Quiet(adv.Step) && r.Scheduler.Propose(pt, adv.Status) {
+	if changed && r.proposable(ctx, pt, pods, adv) && r.Scheduler.Propose(pt, adv.Status, r.recordProposal(pt, adv)) {
 		// The update that brings us back creates the pods; the requeue
 		// covers a scheduler that does not get to it.
 		return ctrl.Result{RequeueAfter: proposalWait + time.Second, Priority: new(priorityLow)}, false, nil
@@ -226,6 +229,34 @@ func (r *Reconciler) store(ctx context.Context, key types.NamespacedName, pt *v1
 		r.kick()
 	}
 	return wakeResult(adv.Step, held, now), true, nil
+}
+
+// proposable: the advanced status only queued phases, so it may wait for
+// the scheduler's first decision on them and be stored with it (one write
+// instead of two; Scheduler.Propose). That is a new pipeline's first
+// status, or a phase's end that hands over to its successors
+// (driver.HandsOver) when no pod has to go at once: a worker of the ended
+// phase still running is deleted now, not after a cycle.
+func (r *Reconciler) proposable(ctx context.Context, pt *v1alpha1.PhasedTraining, pods []corev1.Pod, adv driver.Advanced) bool {
+	switch {
+	case r.Scheduler == nil:
+		return false
+	case firstStatus(&pt.Status):
+		return driver.Quiet(adv.Step)
+	case !driver.HandsOver(adv.Step):
+		return false
+	}
+	next := pt.DeepCopy()
+	next.Status = *adv.Status
+	return len(driver.SyncWorkers(next, pods, r.nodeExists(ctx)).Delete) == 0
+}
+
+// recordProposal is what a proposal does once the scheduler stored it:
+// the step's events, metrics and spans, as after the reconciler's own
+// write.
+func (r *Reconciler) recordProposal(pt *v1alpha1.PhasedTraining, adv driver.Advanced) func(*v1alpha1.PhasedTraining) {
+	before := pt.DeepCopy()
+	return func(stored *v1alpha1.PhasedTraining) { r.recordStep(before, stored, adv) }
 }
 
 // wakeResult comes back for the step's timer (start timeout, backoff,
@@ -289,7 +320,8 @@ func (r *Reconciler) holdProgress(key types.NamespacedName, progress bool, now t
 
 // progressOnly reports whether the new status b differs from the stored a
 // at most in progress (equal ones do too): the phases' running, succeeded
-// and failed worker counts, and a start time that b sets for the first
+// and failed worker counts (and the Starting condition's message, which
+// counts the running workers), and a start time that b sets for the first
 // time. A start time is read from the pods (see observe), so one not yet
 // written is found again after a restart; nothing waits on it being
 // stored (the start timeout is judged on the status observe computes).
@@ -304,6 +336,13 @@ func progressOnly(a, b *v1alpha1.PhasedTrainingStatus) bool {
 			w.Running, w.Succeeded, w.Failed = 0, 0, 0
 			if a.Phases[i].StartTime == nil {
 				c.Phases[i].StartTime = nil
+			}
+		}
+		for i := range c.Conditions {
+			// Starting's message is made of the starting phases' fields,
+			// compared above, and their running counts: progress.
+			if c.Conditions[i].Reason == v1alpha1.ReasonGangStarting {
+				c.Conditions[i].Message = ""
 			}
 		}
 		return c
@@ -428,7 +467,7 @@ func (r *Reconciler) releaseRefused(ctx context.Context, key types.NamespacedNam
 		obs[in] = w
 	}
 	adv := driver.Advance(pl, pt, obs, now)
-	res, _, err := r.store(ctx, key, pt, adv, now)
+	res, _, err := r.store(ctx, key, pt, pods, adv, now)
 	return res, err
 }
 

@@ -68,3 +68,28 @@ func TestHoldProgress(t *testing.T) {
 		t.Fatalf("a stored start time changed: held %v, want a write at once", got)
 	}
 }
+
+// A starting gang's running count is progress, in its phase and in the
+// Starting condition's message alike; the gang becoming Running is not.
+func TestStartingCountIsProgress(t *testing.T) {
+	starting := func(running int32, msg string) *v1alpha1.PhasedTrainingStatus {
+		return &v1alpha1.PhasedTrainingStatus{
+			State: v1alpha1.PipelineStarting,
+			Phases: []v1alpha1.PhaseStatus{{Name: "train", State: v1alpha1.PhaseRunning,
+				Workers: v1alpha1.WorkerCounts{Min: 2, Granted: 2, Running: running}}},
+			Conditions: []metav1.Condition{{Type: string(v1alpha1.ConditionStarting), Status: metav1.ConditionTrue,
+				Reason: v1alpha1.ReasonGangStarting, Message: msg}},
+		}
+	}
+	none := starting(0, "starting: train: 0 of 2 workers running (it runs at 2)")
+	one := starting(1, "starting: train: 1 of 2 workers running (it runs at 2)")
+	if !progressOnly(none, one) {
+		t.Error("one more worker running, in the counts and Starting's message, is not progress only")
+	}
+	running := one.DeepCopy()
+	running.State = v1alpha1.PipelineRunning
+	running.Conditions[0].Status, running.Conditions[0].Reason, running.Conditions[0].Message = metav1.ConditionFalse, v1alpha1.ReasonPhaseRunning, v1alpha1.ReasonPhaseRunning
+	if progressOnly(one, running) {
+		t.Error("the gang becoming Running was taken for progress")
+	}
+}

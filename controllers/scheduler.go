@@ -78,6 +78,10 @@ type assumedStatus struct {
 	baseRV string
 	status v1alpha1.PhasedTrainingStatus
 	at     time.Time // when it was proposed (proposals only)
+	// stored, for a proposal, runs once a cycle has stored it: what the
+	// reconciler does after a write of its own (the step's events and
+	// spans), told the object as written.
+	stored func(*v1alpha1.PhasedTraining)
 }
 
 // proposalWait is how long a proposed first status may wait for a cycle
@@ -116,19 +120,22 @@ func (s *Scheduler) Trigger() {
 	}
 }
 
-// Propose hands the scheduler a new pipeline's first status (its first
-// phases queued, nothing else done) to store together with the scheduler's
-// first decision on it: a grant, or what the phase waits for. That is one
-// status write instead of two, and the grant does not wait for the round
-// trip of the first. The proposal holds for the object's resourceVersion
-// it was computed from; any newer version of the object drops it (the
-// reconcile that the change triggers decides again). A proposal already
-// pending for this version is kept (its trace id, its queue time).
+// Propose hands the scheduler a status that the reconciler computed and
+// that only queued phases: a new pipeline's first status, or a phase's end
+// with its successors queued. The scheduler stores it together with its
+// first decision on the queued phases: a grant, or what they wait for.
+// That is one status write instead of two, and the grant does not wait for
+// the round trip of the first. stored (if not nil) runs once the proposal
+// is stored, with the object as written. The proposal holds for the
+// object's resourceVersion it was computed from; any newer version of the
+// object drops it (the reconcile that the change triggers decides again).
+// A proposal already pending for this version is kept (its trace id, its
+// queue time).
 //
 // Propose reports false, and drops the proposal, when it has waited longer
 // than proposalWait: no cycle is getting to it, and the reconciler then
 // stores the status itself.
-func (s *Scheduler) Propose(pt *v1alpha1.PhasedTraining, st *v1alpha1.PhasedTrainingStatus) bool {
+func (s *Scheduler) Propose(pt *v1alpha1.PhasedTraining, st *v1alpha1.PhasedTrainingStatus, stored func(*v1alpha1.PhasedTraining)) bool {
 	s.init()
 	key := client.ObjectKeyFromObject(pt)
 	now := s.Clock.Now()
@@ -141,7 +148,7 @@ func (s *Scheduler) Propose(pt *v1alpha1.PhasedTraining, st *v1alpha1.PhasedTrai
 		}
 		return true
 	}
-	s.proposed[key] = assumedStatus{baseRV: pt.ResourceVersion, status: *st.DeepCopy(), at: now}
+	s.proposed[key] = assumedStatus{baseRV: pt.ResourceVersion, status: *st.DeepCopy(), at: now, stored: stored}
 	s.Trigger()
 	return true
 }
@@ -505,7 +512,11 @@ func (s *Scheduler) dispatch(ctx context.Context, changes driver.Changes) {
 			if err != nil {
 				logger.Error(err, "status write failed")
 			}
-			if s.settle(key, baseRV, written) {
+			stored, again := s.settle(key, baseRV, written != nil)
+			if stored != nil {
+				stored(written)
+			}
+			if again {
 				s.Trigger()
 			}
 		}()
@@ -536,13 +547,16 @@ func (s *Scheduler) assume(key types.NamespacedName, baseRV string, st *v1alpha1
 	return true
 }
 
-// settle ends a write: a stored proposal is done, a failed write's
-// assumption is dropped. It reports whether another cycle is due.
-func (s *Scheduler) settle(key types.NamespacedName, baseRV string, written bool) bool {
+// settle ends a write: a stored proposal is done (its stored callback is
+// returned, to run outside the lock), a failed write's assumption is
+// dropped. It reports whether another cycle is due.
+func (s *Scheduler) settle(key types.NamespacedName, baseRV string, written bool) (func(*v1alpha1.PhasedTraining), bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(s.inflight, key)
+	var stored func(*v1alpha1.PhasedTraining)
 	if p, ok := s.proposed[key]; written && ok && p.baseRV == baseRV {
+		stored = p.stored
 		delete(s.proposed, key)
 	}
 	if a, ok := s.assumed[key]; !written && ok && a.baseRV == baseRV {
@@ -550,7 +564,7 @@ func (s *Scheduler) settle(key types.NamespacedName, baseRV string, written bool
 	}
 	again := s.skipped || !written
 	s.skipped = false
-	return again
+	return stored, again
 }
 
 // statusWriters bounds the scheduler's concurrent status writes.
@@ -558,20 +572,20 @@ const statusWriters = 16
 
 // write stores one pipeline's new status (optimistic concurrency: the
 // resourceVersion the change was computed from) and records its events. It
-// reports whether the status was stored; a conflict (the reconciler wrote
-// first) or a deleted pipeline is not an error: the next cycle decides
-// again from what is there.
-func (s *Scheduler) write(ctx context.Context, key types.NamespacedName, pt *v1alpha1.PhasedTraining, status *v1alpha1.PhasedTrainingStatus, events []driver.Event) (bool, error) {
+// returns the object as stored, nil when it was not; a conflict (the
+// reconciler wrote first) or a deleted pipeline is not an error: the next
+// cycle decides again from what is there.
+func (s *Scheduler) write(ctx context.Context, key types.NamespacedName, pt *v1alpha1.PhasedTraining, status *v1alpha1.PhasedTrainingStatus, events []driver.Event) (*v1alpha1.PhasedTraining, error) {
 	obj := pt.DeepCopy()
 	obj.Status = *status
 	if err := s.Client.Status().Update(ctx, obj, client.FieldOwner(driver.FieldManager)); err != nil {
 		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
-			return false, nil
+			return nil, nil
 		}
-		return false, fmt.Errorf("writing the status of %s: %w", key, err)
+		return nil, fmt.Errorf("writing the status of %s: %w", key, err)
 	}
 	recordEvents(s.Recorder, obj, events)
-	return true, nil
+	return obj, nil
 }
 
 // recordEvents records the driver's events on a pipeline.

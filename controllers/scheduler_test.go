@@ -97,7 +97,7 @@ func proposeFirstStatus(ctx context.Context, t *testing.T, c client.Client, s *S
 		t.Fatal(err)
 	}
 	first := reconcileStatus(t, pt, nil, now)
-	if !s.Propose(pt, first) {
+	if !s.Propose(pt, first, nil) {
 		t.Fatal("Propose refused a new proposal")
 	}
 	return pt, first
@@ -162,16 +162,16 @@ func TestProposalLifetime(t *testing.T) {
 	key := client.ObjectKey{Namespace: "ns", Name: "job"}
 	pt, first := proposeFirstStatus(ctx, t, c, s, key)
 	clk.Step(proposalWait)
-	if !s.Propose(pt, first) {
+	if !s.Propose(pt, first, nil) {
 		t.Fatal("a proposal pending for proposalWait was handed back already")
 	}
 	clk.Step(time.Second)
-	if s.Propose(pt, first) {
+	if s.Propose(pt, first, nil) {
 		t.Fatal("a proposal pending longer than proposalWait was not handed back")
 	}
 
 	// A newer version of the object drops the proposal.
-	if !s.Propose(pt, first) {
+	if !s.Propose(pt, first, nil) {
 		t.Fatal("Propose refused a new proposal")
 	}
 	pt.Labels = map[string]string{"touched": "yes"}

@@ -52,6 +52,15 @@ func Quiet(step phases.Step) bool {
 		step.State != v1alpha1.PipelineSucceeded && step.State != v1alpha1.PipelineFailed
 }
 
+// HandsOver reports whether a step ended phases and only queued their
+// successors: nothing skipped or requeued, no timer set, the pipeline goes
+// on. Like a new pipeline's first status, its status can wait for the
+// scheduler's first decision on the queued phases and be stored with it.
+func HandsOver(step phases.Step) bool {
+	return len(step.End) > 0 && len(step.Queue) > 0 && len(step.Skip) == 0 && len(step.Requeue) == 0 &&
+		step.Wake.IsZero() && step.State != v1alpha1.PipelineSucceeded && step.State != v1alpha1.PipelineFailed
+}
+
 // clearInvalid lifts an Invalid condition once the spec compiles.
 func clearInvalid(st *v1alpha1.PhasedTrainingStatus, gen int64) {
 	if isTrue(st, v1alpha1.ConditionInvalid) {

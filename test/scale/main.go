@@ -39,16 +39,17 @@ import (
 )
 
 var (
-	nodeCount = flag.Int("nodes", 1000, "kwok nodes to create")
-	gpus      = flag.Int("gpus", 8, "GPUs per node")
-	pipelines = flag.Int("pipelines", 500, "pipelines (3 phases each)")
-	runSecs   = flag.Int("run-seconds", 5, "how long each worker runs")
-	binary    = flag.String("phasegang", "", "phasegang binary (default: go build ./cmd/phasegang)")
-	keep      = flag.Bool("keep", false, "keep the nodes afterwards")
-	shaped    = flag.Bool("plain-shaped", false, "give the first plain run's pods a phasegang worker's shape (hostname, subdomain, environment, pinned to a node) and skip the other runs: separates what the pods are from what the controller does")
-	workers   = flag.Int("workers", 0, "the controller's --workers (0: its default)")
-	cpuProf   = flag.String("cpuprofile", "", "write a 60 s CPU profile of the controller, taken from the start of the phasegang run, to this file")
-	apiProf   = flag.String("apiserver-profile", "", "write a 60 s CPU profile of kube-apiserver, taken from the start of the phasegang run, to this file (needs test/cluster/up.sh --profiling)")
+	nodeCount     = flag.Int("nodes", 1000, "kwok nodes to create")
+	gpus          = flag.Int("gpus", 8, "GPUs per node")
+	pipelines     = flag.Int("pipelines", 500, "pipelines (3 phases each)")
+	runSecs       = flag.Int("run-seconds", 5, "how long each worker runs")
+	binary        = flag.String("phasegang", "", "phasegang binary (default: go build ./cmd/phasegang)")
+	keep          = flag.Bool("keep", false, "keep the nodes afterwards")
+	shaped        = flag.Bool("plain-shaped", false, "give the first plain run's pods a phasegang worker's shape (hostname, subdomain, environment, pinned to a node) and skip the other runs: separates what the pods are from what the controller does")
+	workers       = flag.Int("workers", 0, "the controller's --workers (0: its default)")
+	cpuProf       = flag.String("cpuprofile", "", "write a CPU profile of the controller over -profile-window, taken from the start of the phasegang run, to this file")
+	apiProf       = flag.String("apiserver-profile", "", "write a CPU profile of kube-apiserver over -profile-window, taken from the start of the phasegang run, to this file (needs test/cluster/up.sh --profiling)")
+	profileWindow = flag.Duration("profile-window", 60*time.Second, "how long -cpuprofile and -apiserver-profile sample (whole seconds)")
 )
 
 var (
@@ -546,19 +547,24 @@ func phasegangRun(ctx context.Context) (result, error) {
 	baseReq := scrapeRequests(metricsPort)
 	before := snapshot(ctx, restCfg)
 	start := time.Now()
+	// The profiles run for their whole window even when the run ends
+	// sooner: the controller stays up until they are written.
+	var profiles sync.WaitGroup
+	defer profiles.Wait()
 	if *cpuProf != "" {
-		go func() {
-			if err := fetch(http.DefaultClient, "http://127.0.0.1:18090/debug/pprof/profile?seconds=60", *cpuProf); err != nil {
+		profiles.Go(func() {
+			url := fmt.Sprintf("http://127.0.0.1:18090/debug/pprof/profile?seconds=%d", int(profileWindow.Seconds()))
+			if err := fetch(http.DefaultClient, url, *cpuProf); err != nil {
 				fmt.Fprintln(os.Stderr, "cpu profile:", err)
 			}
-		}()
+		})
 	}
 	if *apiProf != "" {
-		go func() {
+		profiles.Go(func() {
 			if err := apiserverProfile(*apiProf); err != nil {
 				fmt.Fprintln(os.Stderr, "kube-apiserver profile:", err)
 			}
-		}()
+		})
 	}
 	trainPods := 0
 	err = parallel(*pipelines, 32, func(i int) error {

@@ -195,6 +195,6 @@ func apiserverProfile(file string) error {
 	if err != nil {
 		return err
 	}
-	hc.Timeout = 90 * time.Second
-	return fetch(hc, strings.TrimSuffix(restCfg.Host, "/")+"/debug/pprof/profile?seconds=60", file)
+	hc.Timeout = *profileWindow + 30*time.Second
+	return fetch(hc, fmt.Sprintf("%s/debug/pprof/profile?seconds=%d", strings.TrimSuffix(restCfg.Host, "/"), int(profileWindow.Seconds())), file)
 }
