@@ -22,8 +22,13 @@ import (
 // (each pod's IP, readiness, end): in the scale benchmark that was 1.2 API
 // writes per pod. phasegang knows when a gang is complete, so it publishes
 // a gang's workers once every one of them has an IP (they wait for each
-// other at their rendezvous anyway) and removes them when they end: about
-// one write per gang start, resize and end.
+// other at their rendezvous anyway) and removes them when their gang ends
+// (or a worker is deleted: a shrink, a requeue): about one write per gang
+// start, resize and end. A worker that has ended stays listed while its
+// gang still runs, unlike the endpoints kube-controller-manager keeps
+// (which drop a pod as it ends): a gang's workers end within seconds of
+// each other, its rendezvous is over by then, and dropping them one by one
+// cost a write per worker.
 
 // EndpointSliceManager is the endpointslice.kubernetes.io/managed-by
 // value of the slices phasegang writes (kube-controller-manager leaves
@@ -41,14 +46,16 @@ type Peer struct {
 	Gang phases.Instance
 }
 
-// peerPods lists the existing, live pods of wanted workers whose gangs
-// have peers, by pod name, with their IP ("" when they have none yet).
+// peerPods lists the existing pods, not being deleted, of wanted workers
+// (those of running gangs) whose gangs have peers, by pod name, with their
+// IP ("" when they have none yet). A worker that ended is still listed:
+// it leaves with its gang.
 func peerPods(pods []corev1.Pod, wanted map[string]Worker) []Peer {
 	var out []Peer
 	for i := range pods {
 		p := &pods[i]
 		w, ok := wanted[p.Name]
-		if !ok || p.Labels[LabelPeers] != "true" || p.DeletionTimestamp != nil || podEnded(p) {
+		if !ok || p.Labels[LabelPeers] != "true" || p.DeletionTimestamp != nil {
 			continue
 		}
 		out = append(out, Peer{
@@ -60,16 +67,12 @@ func peerPods(pods []corev1.Pod, wanted map[string]Worker) []Peer {
 	return out
 }
 
-func podEnded(p *corev1.Pod) bool {
-	return p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
-}
-
 // PublishPeers is what the EndpointSlice lists next, given the live peer
 // pods (WorkerSync.Peers) and what it lists now (nil after a restart): a
 // gang whose workers all have an IP is listed whole; of a gang still
 // waiting for some IPs (starting, or growing), only the workers listed
 // now stay listed, so growth never takes running workers out of DNS.
-// Ended and deleted workers drop out.
+// Workers of ended gangs and deleted workers drop out.
 func PublishPeers(live, published []Peer) []Peer {
 	complete := map[phases.Instance]bool{}
 	for _, p := range live {

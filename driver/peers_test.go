@@ -62,7 +62,19 @@ func TestPublishPeers(t *testing.T) {
 			published: []string{"job-train-0", "job-train-1"},
 			want:      []string{"job-train-0=10.0.0.1", "job-train-1=10.0.0.2"},
 		},
-		"ended workers and single-worker gangs are not listed": {
+		// A gang's workers end one after another: no write per worker.
+		"a worker that ended stays listed while its gang runs": {
+			status: []v1alpha1.PhaseStatus{two},
+			pods: func() []corev1.Pod {
+				return []corev1.Pod{
+					withIP(workerPodOf(pt, two, 0, "n1", corev1.PodSucceeded), "10.0.0.1"),
+					withIP(workerPodOf(pt, two, 1, "n2", corev1.PodRunning), "10.0.0.2"),
+				}
+			},
+			published: []string{"job-train-0", "job-train-1"},
+			want:      []string{"job-train-0=10.0.0.1", "job-train-1=10.0.0.2"},
+		},
+		"ended gangs and single-worker gangs are not listed": {
 			status: []v1alpha1.PhaseStatus{wrappers.PhaseIn("train", v1alpha1.PhaseSucceeded), single},
 			pods: func() []corev1.Pod {
 				return []corev1.Pod{
