@@ -149,13 +149,16 @@ func (a *admission) visit(gr *gangReq) {
 //
 // So, within its starvation bound, a gang whose placement would take part
 // of an empty node yields when the first younger queued gang of whole-node
-// workers (one worker fills a node of its class) fits at min on the empty
-// nodes now and would not fit without that one. The yielding gang is
-// deferred: after the walk it gets what is left, as a deferred elastic
-// gang does (reclaim included), so nothing idles for it. Past its bound it
-// yields no more; being passed within the bound is the backfill trade-off
-// a blocked head already accepts. Without tenant queues only: with them
-// the walk's order is by fair share, not queue order.
+// workers (one worker fills a node of its class) could put a worker on
+// that node. It need not be short of nodes without it: an elastic train
+// that fits at min elsewhere still runs one worker short, and slower, for
+// as long as the validate holds the node, while the validate uses an
+// eighth of it. The yielding gang is deferred: after the walk it gets what
+// is left, as a deferred elastic gang does (reclaim included), so nothing
+// idles for it. Past its bound it yields no more; being passed within the
+// bound is the backfill trade-off a blocked head already accepts. Without
+// tenant queues only: with them the walk's order is by fair share, not
+// queue order.
 
 // mayYield reports whether gr may yield a whole node at all: a gang of
 // whole-node workers is queued behind it.
@@ -182,18 +185,20 @@ func (a *admission) yieldsWholeNode(gr *gangReq, nodes []int32) bool {
 	if y == nil {
 		return false
 	}
+	return a.couldTakeAWorkerOf(y, empty)
+}
+
+// couldTakeAWorkerOf reports whether one of the empty nodes is in y's
+// class, off the fence y must keep off, and holds a worker of y.
+func (a *admission) couldTakeAWorkerOf(y *gangReq, empty []int32) bool {
+	s := a.s
 	fence := a.fenceOf(y)
-	var room, taken int32 // empty nodes that hold a worker of y; of them, gr's
 	for _, i := range s.class(y).nodes {
-		if s.nodes[i].grantCount != 0 || (fence != nil && fence[i]) || capOf(s.nodes[i].free, y.fp, 1) == 0 {
-			continue
-		}
-		room++
-		if slices.Contains(empty, i) {
-			taken++
+		if slices.Contains(empty, i) && (fence == nil || !fence[i]) && capOf(s.nodes[i].free, y.fp, 1) > 0 {
+			return true
 		}
 	}
-	return taken > 0 && y.req.Min <= room && y.req.Min > room-taken
+	return false
 }
 
 // nextWholeNodeGang is the first queued gang after gr in queue order whose
