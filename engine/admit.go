@@ -155,12 +155,12 @@ func (a *admission) visit(gr *gangReq) {
 // it could put a worker there at all. The elastic one need not be short of
 // nodes: fitting at min elsewhere, it still runs a worker short, and
 // slower, for as long as the small gang holds the node, while the small
-// gang uses an eighth of it. The yielding gang is deferred: after the walk it gets what
-// is left, as a deferred elastic gang does (reclaim included), so nothing
-// idles for it. Past its bound it yields no more; being passed within the
-// bound is the backfill trade-off a blocked head already accepts. Without
-// tenant queues only: with them the walk's order is by fair share, not
-// queue order.
+// gang uses only a part of it. The yielding gang is deferred: after the
+// walk it gets what is left, as a deferred elastic gang does (reclaim
+// included), so nothing idles for it. Past its bound it yields no more;
+// being passed within the bound is the backfill trade-off a blocked head
+// already accepts. Without tenant queues only: with them the walk's order
+// is by fair share, not queue order.
 
 // mayYield reports whether gr may yield a whole node at all: a gang of
 // whole-node workers is queued behind it.
