@@ -148,14 +148,19 @@ func (a *admission) visit(gr *gangReq) {
 // validate) and the wave burst's makespan.
 //
 // So, within its starvation bound, a gang whose placement would take part
-// of an empty node yields when the first younger queued gang of whole-node
-// workers (one worker fills a node of its class) fits at min on the empty
-// nodes now and would not fit without that one. The yielding gang is
-// deferred: after the walk it gets what is left, as a deferred elastic
-// gang does (reclaim included), so nothing idles for it. Past its bound it
-// yields no more; being passed within the bound is the backfill trade-off
-// a blocked head already accepts. Without tenant queues only: with them
-// the walk's order is by fair share, not queue order.
+// of an empty node yields to the first younger queued gang of whole-node
+// workers (one worker fills a node of its class) that could use that node:
+// a rigid one if it fits at min on the empty nodes now and would not fit
+// without that one (any other node is of no use to it), an elastic one if
+// it could put a worker there at all. The elastic one need not be short of
+// nodes: fitting at min elsewhere, it still runs a worker short, and
+// slower, for as long as the small gang holds the node, while the small
+// gang uses only a part of it. The yielding gang is deferred: after the
+// walk it gets what is left, as a deferred elastic gang does (reclaim
+// included), so nothing idles for it. Past its bound it yields no more;
+// being passed within the bound is the backfill trade-off a blocked head
+// already accepts. Without tenant queues only: with them the walk's order
+// is by fair share, not queue order.
 
 // mayYield reports whether gr may yield a whole node at all: a gang of
 // whole-node workers is queued behind it.
@@ -182,18 +187,31 @@ func (a *admission) yieldsWholeNode(gr *gangReq, nodes []int32) bool {
 	if y == nil {
 		return false
 	}
+	room, taken := a.emptyRoomFor(y, empty)
+	if y.req.Desired > y.req.Min {
+		// Elastic: every node it can use is a worker more.
+		return taken > 0
+	}
+	// Rigid: only a node it cannot fit at min without.
+	return taken > 0 && y.req.Min <= room && y.req.Min > room-taken
+}
+
+// emptyRoomFor counts the empty nodes that would hold a worker of y (in
+// its class, off the fence it must keep off), and how many of them are
+// among taken.
+func (a *admission) emptyRoomFor(y *gangReq, taken []int32) (room, of int32) {
+	s := a.s
 	fence := a.fenceOf(y)
-	var room, taken int32 // empty nodes that hold a worker of y; of them, gr's
 	for _, i := range s.class(y).nodes {
 		if s.nodes[i].grantCount != 0 || (fence != nil && fence[i]) || capOf(s.nodes[i].free, y.fp, 1) == 0 {
 			continue
 		}
 		room++
-		if slices.Contains(empty, i) {
-			taken++
+		if slices.Contains(taken, i) {
+			of++
 		}
 	}
-	return taken > 0 && y.req.Min <= room && y.req.Min > room-taken
+	return room, of
 }
 
 // nextWholeNodeGang is the first queued gang after gr in queue order whose

@@ -145,10 +145,12 @@ func TestSmallGangYieldsAnEmptyNodeToAYoungerWholeNodeGang(t *testing.T) {
 		return ns
 	}
 	cases := map[string]struct {
-		cfg   Config
-		cFree int64
-		now   time.Duration
-		want  map[string]int
+		cfg     Config
+		cFree   int64
+		now     time.Duration
+		elastic bool // young's train is 1..2 workers
+		want    map[string]int
+		oldOn   string // the node old's validate gets, if checked
 	}{
 		"within its bound, the validate yields": {
 			cfg: Config{StarvationBound: 10 * time.Minute}, now: 6 * time.Minute,
@@ -166,14 +168,38 @@ func TestSmallGangYieldsAnEmptyNodeToAYoungerWholeNodeGang(t *testing.T) {
 			cfg: Config{StarvationBound: 10 * time.Minute, NoWholeNodeYield: true}, now: 6 * time.Minute,
 			want: map[string]int{"ns/old": 1},
 		},
+		"an elastic train that fits at min without the node still gets it": {
+			// young (1..2) fits at min on b alone; without the yield it
+			// would run one worker short while the validate held a.
+			cfg: Config{StarvationBound: 10 * time.Minute}, now: 6 * time.Minute, elastic: true,
+			want: map[string]int{"ns/young": 2},
+		},
+		"a rigid train with an empty node to spare does not make it wait": {
+			// c is empty too: young fits on b and c, and a node more is of
+			// no use to a rigid gang, so the validate takes a at once.
+			cfg: Config{StarvationBound: 10 * time.Minute}, cFree: 8, now: 6 * time.Minute,
+			want: map[string]int{"ns/old": 1, "ns/young": 2}, oldOn: "a",
+		},
+		"an elastic train with an empty node to spare gets the nodes first": {
+			cfg: Config{StarvationBound: 10 * time.Minute}, cFree: 8, now: 6 * time.Minute, elastic: true,
+			want: map[string]int{"ns/old": 1, "ns/young": 2}, oldOn: "c",
+		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			v, tr := validate, train
+			if tc.elastic {
+				tr.Min = 1
+			}
 			v.Queued, tr.Queued = t0, t0.Add(5*time.Minute)
 			plan := Schedule(tc.cfg, Snapshot{Now: t0.Add(tc.now), Nodes: nodes(tc.cFree), Queue: []Request{v, tr}})
 			if got := sizes(plan); !maps.Equal(got, tc.want) {
 				t.Errorf("reserved %v, want %v", got, tc.want)
+			}
+			for _, r := range plan.Reserves {
+				if tc.oldOn != "" && r.Gang.Pipeline == "ns/old" && r.Workers[0].Node != tc.oldOn {
+					t.Errorf("old's validate on %s, want %s", r.Workers[0].Node, tc.oldOn)
+				}
 			}
 		})
 	}

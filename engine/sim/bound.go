@@ -36,8 +36,8 @@ type boundJob struct {
 
 // profile is a job's work in one resource when it runs every phase at its
 // desired size back to back from its arrival: no schedule does more of
-// that job's work by any time after its arrival (prefix), or within any
-// window of a given length (window).
+// that job's work by any time after its arrival (prefix), or in the last
+// stretch of a given length before it ends (suffix).
 type profile struct {
 	chain bool
 	dur   []float64
@@ -88,13 +88,17 @@ func (p *profile) prefix(tau float64) float64 {
 	return s
 }
 
-// window is the most work the job can do in any interval of length δ. For
-// a chain, the phases an interval touches are consecutive, the inner ones
-// take at least their run time, and the ends run at most at full rate: so
-// the most is a window of that length slid over the full-rate profile, and
-// its best position has one end at a phase boundary. For another DAG, each
-// phase does at most min(work, rate·δ).
-func (p *profile) window(delta float64) float64 {
+// suffix is the most work the job can do in the last δ before it ends.
+// For a chain, the phases that run then are the last ones: the last takes
+// at least its run time, so it starts at least that long before the end,
+// the one before it ends before that, and none runs faster than at full
+// rate; so the most is the last δ of the full-rate profile. A job that
+// ends before the makespan C does no more in [C − δ, C] than in its own
+// last δ, so this bounds every job's work in the makespan's last δ. (Any
+// window of length δ would be a valid but weaker bound: a window may sit
+// on the job's long wide phase, which cannot run in its last minutes.)
+// For another DAG, each phase does at most min(work, rate·δ).
+func (p *profile) suffix(delta float64) float64 {
 	if delta <= 0 {
 		return 0
 	}
@@ -105,15 +109,7 @@ func (p *profile) window(delta float64) float64 {
 	if delta >= total {
 		return p.work
 	}
-	best := 0.0
-	try := func(b float64) {
-		best = max(best, p.prefix(b+delta)-p.prefix(b), p.prefix(b)-p.prefix(b-delta))
-	}
-	try(0)
-	for _, b := range p.cum {
-		try(b)
-	}
-	return min(best, p.work)
+	return p.work - p.prefix(total-delta)
 }
 
 // boundJobs lists a scenario's pipelines for the bound, sorted by arrival.
@@ -249,12 +245,12 @@ func tightBound(jobs []boundJob, caps map[engine.ResourceName]float64) float64 {
 				prefixSum[k] += profs[i].prefix(t - jobs[i].arrival)
 			}
 		}
-		// win[d][i]: the most job i does in any window of length deltas[d].
-		win := make([][]float64, len(deltas))
+		// suf[d][i]: the most job i does in its last deltas[d].
+		suf := make([][]float64, len(deltas))
 		for d, delta := range deltas {
-			win[d] = make([]float64, len(jobs))
+			suf[d] = make([]float64, len(jobs))
 			for i := range jobs {
-				win[d][i] = profs[i].window(delta)
+				suf[d][i] = profs[i].suffix(delta)
 			}
 		}
 		left := make([]float64, len(jobs))
@@ -271,7 +267,7 @@ func tightBound(jobs []boundJob, caps map[engine.ResourceName]float64) float64 {
 				lb = max(lb, t-first+rest/capR)
 			}
 			// Energy: job i still has at least work − prefix(t − a_i)
-			// after t, of which it does at most window(δ) in the last δ
+			// after t, of which it does at most suffix(δ) in the last δ
 			// before the makespan C; the rest needs cap(R) between t and
 			// C − δ.
 			for i := range jobs {
@@ -280,8 +276,8 @@ func tightBound(jobs []boundJob, caps map[engine.ResourceName]float64) float64 {
 			for d, delta := range deltas {
 				var e float64
 				for i, l := range left {
-					if l > win[d][i] {
-						e += l - win[d][i]
+					if l > suf[d][i] {
+						e += l - suf[d][i]
 					}
 				}
 				if e > 0 {
@@ -320,9 +316,10 @@ func spread(v []float64, n int) []float64 {
 //     it arrives (each phase at its desired size, as early as it may
 //     start); the rest of all the work needs rest/cap(R) after t;
 //   - energy: for any δ ≥ 0, pipeline j still has work_j − prefix_j(t − a_j)
-//     to do after t, at most window_j(δ) of it in the last δ before the
-//     makespan; the sum of what is left over, if positive, needs cap(R)
-//     between t and makespan − δ.
+//     to do after t, at most suffix_j(δ) of it (the last δ of its
+//     full-rate profile) in the last δ before the makespan; the sum of
+//     what is left over, if positive, needs cap(R) between t and
+//     makespan − δ.
 //
 // Work is counted once per phase at desired size, as in the simple bound:
 // iterations and retries only add work, while a phase that a `when`

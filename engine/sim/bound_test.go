@@ -256,6 +256,16 @@ func TestLowerBoundTighterCases(t *testing.T) {
 		name:   "per resource",
 		c:      tinyCase{gpus: 4, cpus: 2, jobs: []tinyJob{{0, []tinyPhase{{1, 1, 2, 2}}}, {0, []tinyPhase{{1, 1, 2, 2}}}}},
 		simple: 2, lb: 4, opt: 4,
+	}, {
+		// Two jobs at 0, each a 4-GPU train for 2s then a 1-GPU test for
+		// 2s, on 4 GPUs: 20 GPU-seconds, 5s. In the last 2s each job can
+		// only be testing (1 GPU), so the 16 GPU-seconds of training end
+		// 2s before the makespan: 6s. A window of 2s slid anywhere over a
+		// job would take in 8 GPU-seconds of its train, and the energy
+		// term gave no more than the simple bound. (Optimal: 6s.)
+		name:   "suffix energy",
+		c:      tinyCase{gpus: 4, cpus: 16, jobs: []tinyJob{{0, []tinyPhase{{4, 4, 1, 2}, {1, 1, 1, 2}}}, {0, []tinyPhase{{4, 4, 1, 2}, {1, 1, 1, 2}}}}},
+		simple: 5, lb: 6, opt: 6,
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
 			sc := tc.c.scenario()

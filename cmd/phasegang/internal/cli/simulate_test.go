@@ -82,8 +82,8 @@ func TestSimulate(t *testing.T) {
 		},
 		"suite, a failing workload": {
 			args: []string{"simulate", "--suite", "--suite-workloads", "tiresias-60, wave-burst"}, wantCode: 1,
-			wantStdout: []string{"tiresias-60", "wave-burst   53         256   9h32m     9h02m   1.056        1.041 (per-pod)    0.954 (rigid)   1.040 (per-pod)    FAIL: makespan +4.1% vs per-pod; JCT p99 +4.0% vs per-pod"},
-			wantStderr: []string{"phasegang: policy suite: 1 of 2 workloads fail: wave-burst (makespan +4.1% vs per-pod; JCT p99 +4.0% vs per-pod)"},
+			wantStdout: []string{"tiresias-60", "wave-burst   53         256   9h28m     9h10m   1.034        1.034 (per-pod)    0.956 (rigid)   1.034 (per-pod)    FAIL: makespan +3.4% vs per-pod; JCT p99 +3.4% vs per-pod"},
+			wantStderr: []string{"phasegang: policy suite: 1 of 2 workloads fail: wave-burst (makespan +3.4% vs per-pod; JCT p99 +3.4% vs per-pod)"},
 		},
 		"suite, an unknown workload": {
 			args: []string{"simulate", "--suite", "--suite-workloads", "nope"}, wantCode: 1,
