@@ -117,6 +117,10 @@ type Metrics struct {
 	// some pipeline never finished.
 	Makespan   float64 `json:"makespanSeconds"`
 	LowerBound float64 `json:"lowerBoundSeconds"`
+	// JCTAvgLowerBound is a lower bound on any schedule's average JCT:
+	// the mean of the pipelines' critical paths at desired size (see
+	// JCTAvgLowerBound).
+	JCTAvgLowerBound float64 `json:"jctAvgLowerBoundSeconds"`
 	// Utilization is NaN (null in JSON) when the makespan is infinite.
 	Utilization float64 `json:"gpuUtilization"`
 	JCTAvg      float64 `json:"jctAvgSeconds"`
@@ -167,6 +171,7 @@ func (r *Result) computeMetrics(sc *Scenario) {
 		m.Makespan = max(last-first, 0).Seconds()
 	}
 	m.LowerBound = LowerBound(sc).Seconds()
+	m.JCTAvgLowerBound = JCTAvgLowerBound(sc).Seconds()
 	switch {
 	case math.IsInf(m.Makespan, 1):
 		// Phases of unfinished pipelines ran past the last finish (the
@@ -299,6 +304,28 @@ func simpleLowerBound(sc *Scenario) time.Duration {
 		}
 	}
 	return lb
+}
+
+// JCTAvgLowerBound is a lower bound on any schedule's average JCT over
+// all the scenario's pipelines: no pipeline ends before its arrival plus
+// its critical path at desired size (a phase runs no faster than at
+// desired, under linear and sub-linear scaling alike), so neither does
+// the mean. Like LowerBound it counts every phase once, so a phase that a
+// `when` skips is counted though it never runs.
+func JCTAvgLowerBound(sc *Scenario) time.Duration {
+	var sum time.Duration
+	n := 0
+	for i := range sc.Workload {
+		w := &sc.Workload[i]
+		cp, _ := criticalPath(w, sc.Scaling)
+		count := max(w.Count, 1)
+		sum += time.Duration(count) * cp
+		n += count
+	}
+	if n == 0 {
+		return 0
+	}
+	return sum / time.Duration(n)
 }
 
 // criticalPath returns a workload's longest dependency chain of run times

@@ -25,9 +25,9 @@ func TestSuiteTableAndVerdict(t *testing.T) {
 	var b strings.Builder
 	err = WriteSuite(&b, rows)
 	want := `policy suite: 2 workloads; phasegang ÷ the best baseline per metric (fails above 1.01)
-workload   pipelines  GPUs  makespan  LB     makespan/LB  makespan ÷ best    JCT avg ÷ best     JCT p99 ÷ best     verdict
-one-node   12         8     8h00m     8h00m  1.000        1.000 (whole-job)  1.000 (whole-job)  1.000 (whole-job)  ok
-tiny-loss  3          4     2h00m     2h00m  1.000        1.000 (whole-job)  1.250 (whole-job)  1.000 (whole-job)  FAIL: JCT avg +25.0% vs whole-job
+workload   pipelines  GPUs  makespan  LB     makespan/LB  JCT avg/LB  makespan ÷ best    JCT avg ÷ best     JCT p99 ÷ best     verdict
+one-node   12         8     8h00m     8h00m  1.000        6.500       1.000 (whole-job)  1.000 (whole-job)  1.000 (whole-job)  ok
+tiny-loss  3          4     2h00m     2h00m  1.000        1.666       1.000 (whole-job)  1.250 (whole-job)  1.000 (whole-job)  FAIL: JCT avg +25.0% vs whole-job
 one-node: [per-pod] left pipelines deadlocked or unfinished and do not count as baselines
 `
 	if got := b.String(); got != want {
@@ -39,6 +39,11 @@ one-node: [per-pod] left pipelines deadlocked or unfinished and do not count as 
 	if r := rows[1]; len(r.Failures) != 1 || r.Ratio[1] < 1.2 || r.Best[1] != PolicyWholeJob {
 		t.Errorf("tiny-loss row %+v", r)
 	}
+	// By hand: each of tiny-loss's three pipelines is one 1h phase, so no
+	// schedule's average JCT is below 1h; phasegang's is (1h + 2h + 2h) / 3.
+	if lb := rows[1].Results[0].Metrics.JCTAvgLowerBound; lb != 3600 {
+		t.Errorf("tiny-loss JCT avg LB %vs, want 3600s", lb)
+	}
 
 	// Alone, the passing workload passes.
 	if err := WriteSuite(&b, rows[:1]); err != nil {
@@ -47,7 +52,7 @@ one-node: [per-pod] left pipelines deadlocked or unfinished and do not count as 
 }
 
 // Every suite workload loads and can run, and on each LB is at most every
-// policy's makespan. The suite's verdict is the command's business (most
+// policy's makespan, and the JCT bound at most every policy's average JCT. The suite's verdict is the command's business (most
 // workloads fail today: see docs/simulator.md), not this test's.
 func TestSuiteWorkloadsLoad(t *testing.T) {
 	seed, err := os.ReadFile("../../examples/simulate/seed-deadlock.yaml")
@@ -85,6 +90,9 @@ func TestSuiteWorkloadsLoad(t *testing.T) {
 			}
 			if m.LowerBound <= 0 {
 				t.Errorf("%s: LB is %v", row.Workload.Name, m.LowerBound)
+			}
+			if m.JCTAvgLowerBound > m.JCTAvg+1e-6 || m.JCTAvgLowerBound <= 0 {
+				t.Errorf("%s, %s: JCT avg LB %s, average JCT %s", row.Workload.Name, r.Policy, human(m.JCTAvgLowerBound), human(m.JCTAvg))
 			}
 		}
 	}

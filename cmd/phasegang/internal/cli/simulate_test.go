@@ -53,15 +53,15 @@ func TestSimulate(t *testing.T) {
 			args: []string{"simulate", "--suite", "--suite-workloads", "tiresias-60"},
 			wantStdout: []string{
 				"policy suite: 1 workloads; phasegang ÷ the best baseline per metric (fails above 1.01)",
-				"workload     pipelines  GPUs  makespan  LB      makespan/LB  makespan ÷ best    JCT avg ÷ best  JCT p99 ÷ best     verdict",
-				"tiresias-60  60         16    54m33s    54m31s  1.001        1.001 (whole-job)  0.981 (rigid)   1.001 (whole-job)  ok",
+				"workload     pipelines  GPUs  makespan  LB      makespan/LB  JCT avg/LB  makespan ÷ best    JCT avg ÷ best  JCT p99 ÷ best     verdict",
+				"tiresias-60  60         16    54m33s    54m31s  1.001        1.023       1.001 (whole-job)  0.981 (rigid)   1.001 (whole-job)  ok",
 			},
 		},
 		"suite under sub-linear scaling": {
 			args: []string{"simulate", "--suite", "--suite-workloads", "elastic-heavy", "--efficiency-per-doubling", "0.9"},
 			wantStdout: []string{
 				"scaling: efficiency 0.90 per doubling of an elastic phase's workers",
-				"elastic-heavy  30         32    10h35m    8h56m  1.184        0.784 (per-pod)  0.833 (whole-job)  0.684 (rigid)   ok",
+				"elastic-heavy  30         32    10h35m    8h56m  1.184        4.136       0.784 (per-pod)  0.833 (whole-job)  0.684 (rigid)   ok",
 			},
 		},
 		"scaling efficiency out of range": {
@@ -72,7 +72,7 @@ func TestSimulate(t *testing.T) {
 			args: []string{"simulate", "--suite", "--suite-workloads", "tiresias-60", "--resize-cost", "2m"}, wantCode: 1,
 			wantStdout: []string{
 				"scaling: efficiency 1.00 per doubling of an elastic phase's workers; 2m0s lost per resize",
-				"tiresias-60  60         16    54m31s    54m31s  1.000        1.000 (whole-job)  1.767 (rigid)   1.000 (whole-job)  FAIL: JCT avg +76.7% vs per-phase-rigid",
+				"tiresias-60  60         16    54m31s    54m31s  1.000        1.841       1.000 (whole-job)  1.767 (rigid)   1.000 (whole-job)  FAIL: JCT avg +76.7% vs per-phase-rigid",
 			},
 			wantStderr: []string{"phasegang: policy suite: 1 of 1 workloads fail: tiresias-60 (JCT avg +76.7% vs per-phase-rigid)"},
 		},
@@ -82,7 +82,7 @@ func TestSimulate(t *testing.T) {
 		},
 		"suite, a failing workload": {
 			args: []string{"simulate", "--suite", "--suite-workloads", "tiresias-60, wave-burst"}, wantCode: 1,
-			wantStdout: []string{"tiresias-60", "wave-burst   53         256   9h28m     9h10m   1.034        1.034 (per-pod)    0.956 (rigid)   1.034 (per-pod)    FAIL: makespan +3.4% vs per-pod; JCT p99 +3.4% vs per-pod"},
+			wantStdout: []string{"tiresias-60", "wave-burst   53         256   9h28m     9h10m   1.034        4.713       1.034 (per-pod)    0.956 (rigid)   1.034 (per-pod)    FAIL: makespan +3.4% vs per-pod; JCT p99 +3.4% vs per-pod"},
 			wantStderr: []string{"phasegang: policy suite: 1 of 2 workloads fail: wave-burst (makespan +3.4% vs per-pod; JCT p99 +3.4% vs per-pod)"},
 		},
 		"suite, an unknown workload": {
