@@ -35,7 +35,11 @@ import (
 // and deletes the pods of ended, shrunk or requeued ones. It never
 // decides placement: the Scheduler does, through the status.
 type Reconciler struct {
-	Client    client.Client
+	Client client.Client
+	// APIReader reads from the API server, not the cache: a refused pod
+	// create asks it whether the pod exists already (see createPod). Nil:
+	// no such check.
+	APIReader client.Reader
 	Recorder  events.EventRecorder
 	Clock     clock.Clock
 	Scheduler *Scheduler
@@ -453,6 +457,27 @@ func refusalOf(err error) *refusal {
 	return nil
 }
 
+// createPod creates a worker pod. A create the API server refuses is
+// checked against the API server itself: if a pod of that name exists,
+// the create could not have succeeded anyway, and it is no refusal: it
+// repeated one that succeeded before the cache showed it, or an old
+// attempt's pod still terminates (the reconcile its deletion triggers
+// creates the pod). With the namespace's quota full, quota admission
+// refuses such a create ("exceeded quota") before the store would say
+// AlreadyExists; taken for a refusal, it released a gang that had all its
+// pods and spent one of its start retries.
+func (r *Reconciler) createPod(ctx context.Context, pod *corev1.Pod) error {
+	err := r.Client.Create(ctx, pod, client.FieldOwner(driver.FieldManager))
+	if err == nil || refusalOf(err) == nil || r.APIReader == nil {
+		return err
+	}
+	var have corev1.Pod
+	if r.APIReader.Get(ctx, client.ObjectKeyFromObject(pod), &have) == nil {
+		return apierrors.NewAlreadyExists(corev1.Resource("pods"), pod.Name)
+	}
+	return err
+}
+
 // releaseRefused releases every gang the API server refused a pod of: a
 // gang is all its workers or none, so the pods it got are not kept
 // waiting for the one it did not (the driver requeues the attempt with
@@ -535,7 +560,7 @@ func (r *Reconciler) createWorkers(ctx context.Context, pt *v1alpha1.PhasedTrain
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			err := r.Client.Create(ctx, pod, client.FieldOwner(driver.FieldManager))
+			err := r.createPod(ctx, pod)
 			switch {
 			case err == nil || apierrors.IsAlreadyExists(err):
 			case refusalOf(err) != nil:

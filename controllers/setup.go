@@ -50,6 +50,6 @@ func Setup(mgr ctrl.Manager, o Options) error {
 	if err != nil {
 		return err
 	}
-	r := &Reconciler{Client: mgr.GetClient(), Recorder: rec, Scheduler: sched, Tracer: o.Tracer, Metrics: m, Workers: max(o.Workers, 1), PodGroups: groups}
+	r := &Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: rec, Scheduler: sched, Tracer: o.Tracer, Metrics: m, Workers: max(o.Workers, 1), PodGroups: groups}
 	return r.SetupWithManager(mgr)
 }
