@@ -1,9 +1,13 @@
 package sim
 
 import (
+	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 func testdataWorkload(name, path string) SuiteWorkload {
@@ -79,6 +83,7 @@ func TestSuiteWorkloadsLoad(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	checkSuiteGolden(t, rows)
 	for _, row := range rows {
 		for _, r := range row.Results {
 			m := r.Metrics
@@ -96,4 +101,56 @@ func TestSuiteWorkloadsLoad(t *testing.T) {
 			}
 		}
 	}
+}
+
+// checkSuiteGolden holds the suite's figures to testdata/suite.golden
+// (rewritten with -update): the table as `phasegang simulate --suite`
+// prints it, then every policy's absolute figures, so a change of policy
+// shows what it moves, baselines included (they share the engine). The
+// suite's output blocks in docs/simulator.md and docs/benchmarks.md must
+// be that table too.
+func checkSuiteGolden(t *testing.T, rows []SuiteRow) {
+	t.Helper()
+	table := suiteOutput(rows)
+	var b strings.Builder
+	b.WriteString(table)
+	b.WriteString("\nabsolute figures (makespan, JCT avg, JCT p99, seconds):\n")
+	for _, row := range rows {
+		for _, r := range row.Results {
+			m := r.Metrics
+			fmt.Fprintf(&b, "%s %s %.0f %.0f %.0f\n", row.Workload.Name, r.Policy, m.Makespan, m.JCTAvg, m.JCTP99)
+		}
+	}
+	golden := filepath.Join("testdata", "suite.golden")
+	if *update {
+		if err := os.WriteFile(golden, []byte(b.String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatalf("%v (run with -update to create it)", err)
+	}
+	if diff := cmp.Diff(string(want), b.String()); diff != "" {
+		t.Errorf("suite differs from %s (-want +got):\n%s", golden, diff)
+	}
+	for _, doc := range []string{"../../docs/simulator.md", "../../docs/benchmarks.md"} {
+		text, err := os.ReadFile(doc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(text), table) {
+			t.Errorf("%s does not show the suite's output as it is now:\n%s", doc, table)
+		}
+	}
+}
+
+// suiteOutput is what `phasegang simulate --suite` prints: the table,
+// then the error line (on stderr) when a workload fails.
+func suiteOutput(rows []SuiteRow) string {
+	var b strings.Builder
+	if err := WriteSuite(&b, rows); err != nil {
+		b.WriteString("phasegang: " + err.Error() + "\n")
+	}
+	return b.String()
 }
