@@ -239,8 +239,9 @@ func (r *Reconciler) store(ctx context.Context, key types.NamespacedName, pt *v1
 // the scheduler's first decision on them and be stored with it (one write
 // instead of two; Scheduler.Propose). That is a new pipeline's first
 // status, or a phase's end that hands over to its successors
-// (driver.HandsOver) when no pod has to go at once: a worker of the ended
-// phase still running is deleted now, not after a cycle.
+// (driver.HandsOver) when no pod waits for the sync that a proposal puts
+// off: a worker of the ended phase still running is deleted now, and a
+// parallel phase's missing worker is created now, not after a cycle.
 func (r *Reconciler) proposable(ctx context.Context, pt *v1alpha1.PhasedTraining, pods []corev1.Pod, adv driver.Advanced) bool {
 	switch {
 	case r.Scheduler == nil:
@@ -252,7 +253,8 @@ func (r *Reconciler) proposable(ctx context.Context, pt *v1alpha1.PhasedTraining
 	}
 	next := pt.DeepCopy()
 	next.Status = *adv.Status
-	return len(driver.SyncWorkers(next, pods, r.nodeExists(ctx)).Delete) == 0
+	ws := driver.SyncWorkers(next, pods, r.nodeExists(ctx))
+	return len(ws.Delete) == 0 && len(ws.Create) == 0
 }
 
 // recordProposal is what a proposal does once the scheduler stored it:
@@ -460,9 +462,10 @@ func refusalOf(err error) *refusal {
 // createPod creates a worker pod. A create the API server refuses is
 // checked against the API server itself: if a pod of that name exists,
 // the create could not have succeeded anyway, and it is no refusal: it
-// repeated one that succeeded before the cache showed it, or an old
-// attempt's pod still terminates (the reconcile its deletion triggers
-// creates the pod). With the namespace's quota full, quota admission
+// repeated one that succeeded before the cache showed it, or the pod of
+// an earlier start of the same attempt (a start retry reuses the names),
+// or of a worker that moved, still terminates (the reconcile its deletion
+// triggers creates the pod). With the namespace's quota full, quota admission
 // refuses such a create ("exceeded quota") before the store would say
 // AlreadyExists; taken for a refusal, it released a gang that had all its
 // pods and spent one of its start retries.

@@ -133,8 +133,8 @@ func (s *Scheduler) Trigger() {
 // queue time).
 //
 // Propose reports false, and drops the proposal, when it has waited longer
-// than proposalWait: no cycle is getting to it, and the reconciler then
-// stores the status itself.
+// than proposalWait with no write of the pipeline in flight: no cycle is
+// getting to it, and the reconciler then stores the status itself.
 func (s *Scheduler) Propose(pt *v1alpha1.PhasedTraining, st *v1alpha1.PhasedTrainingStatus, stored func(*v1alpha1.PhasedTraining)) bool {
 	s.init()
 	key := client.ObjectKeyFromObject(pt)
@@ -142,7 +142,10 @@ func (s *Scheduler) Propose(pt *v1alpha1.PhasedTraining, st *v1alpha1.PhasedTrai
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if p, ok := s.proposed[key]; ok && p.baseRV == pt.ResourceVersion {
-		if now.Sub(p.at) > proposalWait {
+		// While a write is in flight the proposal is not given back: that
+		// write may be the one storing it, and the reconciler's own would
+		// only conflict with it.
+		if now.Sub(p.at) > proposalWait && !s.inflight[key] {
 			delete(s.proposed, key)
 			return false
 		}
@@ -397,12 +400,14 @@ func (s *Scheduler) Cycle(ctx context.Context) error {
 	s.setRecheck(plan.Recheck)
 	s.observe(snap, plan, demand, now)
 	changes := driver.Changes{}
+	carried := map[types.NamespacedName]bool{}
 	for _, pt := range v.Proposed {
-		// A proposed first status is written whatever the engine decided.
+		// A proposed status is written whatever the engine decided.
 		changes.Touch(pt)
+		carried[client.ObjectKeyFromObject(pt)] = true
 	}
 	driver.ApplyPlan(plan, demand, now, changes)
-	s.dispatch(ctx, changes)
+	s.dispatch(ctx, changes, carried)
 	s.writeQueues(ctx, v.Queues, plan.Queues)
 	if s.Provisioning.Class != "" {
 		s.syncProvisioning(ctx, plan, demand, now)
@@ -493,12 +498,16 @@ func (s *Scheduler) observe(snap engine.Snapshot, plan engine.Plan, d *driver.De
 // kube-scheduler assumes a pod before binding it, so the next cycle
 // already counts the grant; a write that fails drops its assumption, and
 // the capacity is free again in the cycle it triggers.
-func (s *Scheduler) dispatch(ctx context.Context, changes driver.Changes) {
+//
+// carried names the pipelines whose status in this cycle is a proposal:
+// only their writes store it (and run its callback).
+func (s *Scheduler) dispatch(ctx context.Context, changes driver.Changes, carried map[types.NamespacedName]bool) {
 	logger := log.FromContext(ctx).WithName("scheduler")
 	for _, k := range changes.Keys() {
 		c := changes[k]
 		key := client.ObjectKeyFromObject(c.Pipeline)
-		if !s.isProposed(key) && equality.Semantic.DeepEqual(&c.Pipeline.Status, c.Status) {
+		proposal := carried[key]
+		if !proposal && equality.Semantic.DeepEqual(&c.Pipeline.Status, c.Status) {
 			continue // nothing to write
 		}
 		baseRV := c.Pipeline.ResourceVersion
@@ -512,7 +521,7 @@ func (s *Scheduler) dispatch(ctx context.Context, changes driver.Changes) {
 			if err != nil {
 				logger.Error(err, "status write failed")
 			}
-			stored, again := s.settle(key, baseRV, written != nil)
+			stored, again := s.settle(key, baseRV, written != nil, proposal)
 			if stored != nil {
 				stored(written)
 			}
@@ -521,15 +530,6 @@ func (s *Scheduler) dispatch(ctx context.Context, changes driver.Changes) {
 			}
 		}()
 	}
-}
-
-// isProposed: the pipeline's stored status is not the one the cycle
-// read, which is a proposal still to store.
-func (s *Scheduler) isProposed(key types.NamespacedName) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	_, ok := s.proposed[key]
-	return ok
 }
 
 // assume marks a write in flight and its status assumed; it reports false
@@ -547,16 +547,21 @@ func (s *Scheduler) assume(key types.NamespacedName, baseRV string, st *v1alpha1
 	return true
 }
 
-// settle ends a write: a stored proposal is done (its stored callback is
-// returned, to run outside the lock), a failed write's assumption is
-// dropped. It reports whether another cycle is due.
-func (s *Scheduler) settle(key types.NamespacedName, baseRV string, written bool) (func(*v1alpha1.PhasedTraining), bool) {
+// settle ends a write: a proposal it carried is stored (its callback is
+// returned, to run outside the lock); a proposal on the same version that
+// it did not carry (it was made while this write was in flight) is stale
+// now, and dropped: the reconcile that the new version triggers decides
+// again. A failed write's assumption is dropped. It reports whether
+// another cycle is due.
+func (s *Scheduler) settle(key types.NamespacedName, baseRV string, written, carried bool) (func(*v1alpha1.PhasedTraining), bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(s.inflight, key)
 	var stored func(*v1alpha1.PhasedTraining)
 	if p, ok := s.proposed[key]; written && ok && p.baseRV == baseRV {
-		stored = p.stored
+		if carried {
+			stored = p.stored
+		}
 		delete(s.proposed, key)
 	}
 	if a, ok := s.assumed[key]; !written && ok && a.baseRV == baseRV {

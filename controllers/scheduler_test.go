@@ -265,3 +265,60 @@ func TestWakeAfter(t *testing.T) {
 		}
 	}
 }
+
+// A proposal made while a write of the cycle's own is in flight for the
+// same version is not that write's: the write does not run its callback
+// (the status it stored does not show the proposed step), and the
+// proposal, stale once the write lands, is dropped for the reconcile of
+// the new version to decide again. While that write is in flight the
+// proposal is not handed back either, however long it waits.
+func TestProposalDuringAnotherWrite(t *testing.T) {
+	ctx := context.Background()
+	pt := wrappers.MakePT("job").Phase("train", 2).Obj()
+	pt.Status = *reconcileStatus(t, pt, nil, now)
+	n1 := wrappers.MakeNode("n1", "4")
+	release := make(chan struct{})
+	var writes atomic.Int32
+	c := fake.NewClientBuilder().WithScheme(Scheme()).
+		WithStatusSubresource(&v1alpha1.PhasedTraining{}).
+		WithObjects(pt.DeepCopy(), &n1).
+		WithInterceptorFuncs(interceptor.Funcs{SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
+			writes.Add(1)
+			<-release
+			return c.SubResource(sub).Update(ctx, obj, opts...)
+		}}).Build()
+	clk := clocktesting.NewFakeClock(now)
+	s := &Scheduler{Client: c, Clock: clk}
+	if err := s.Cycle(ctx); err != nil { // the grant's write, held
+		t.Fatal(err)
+	}
+	for writes.Load() < 1 {
+		time.Sleep(time.Millisecond)
+	}
+	stored := &v1alpha1.PhasedTraining{}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(pt), stored); err != nil {
+		t.Fatal(err)
+	}
+	var callbacks atomic.Int32
+	proposed := stored.Status.DeepCopy()
+	proposed.Iteration = 7 // any step of the reconciler's
+	count := func(*v1alpha1.PhasedTraining) { callbacks.Add(1) }
+	if !s.Propose(stored, proposed, count) {
+		t.Fatal("Propose refused a new proposal")
+	}
+	clk.Step(proposalWait + time.Second)
+	if !s.Propose(stored, proposed, count) {
+		t.Error("a proposal was handed back while a write of its pipeline was in flight")
+	}
+	close(release)
+	waitWrites(s)
+	if n := callbacks.Load(); n != 0 {
+		t.Errorf("the grant's write ran the proposal's callback %d times: it did not carry the proposal", n)
+	}
+	s.mu.Lock()
+	left := len(s.proposed)
+	s.mu.Unlock()
+	if left != 0 {
+		t.Errorf("%d proposals left on a version the write replaced", left)
+	}
+}

@@ -198,8 +198,8 @@ func (a *admission) yieldsWholeNode(gr *gangReq, nodes []int32) bool {
 
 // emptyRoomFor counts the empty nodes that would hold a worker of y (in
 // its class, off the fence it must keep off), and how many of them are
-// among taken.
-func (a *admission) emptyRoomFor(y *gangReq, taken []int32) (room, of int32) {
+// among the given nodes.
+func (a *admission) emptyRoomFor(y *gangReq, among []int32) (room, of int32) {
 	s := a.s
 	fence := a.fenceOf(y)
 	for _, i := range s.class(y).nodes {
@@ -207,7 +207,7 @@ func (a *admission) emptyRoomFor(y *gangReq, taken []int32) (room, of int32) {
 			continue
 		}
 		room++
-		if slices.Contains(taken, i) {
+		if slices.Contains(among, i) {
 			of++
 		}
 	}

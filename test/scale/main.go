@@ -71,6 +71,9 @@ var trainSizes = []int32{1, 2, 4, 8, 16, 4, 2, 8}
 
 func run() error {
 	ctx := context.Background()
+	if *profileWindow < time.Second {
+		return fmt.Errorf("-profile-window %v: pprof samples whole seconds, want at least 1s", *profileWindow)
+	}
 	cfg, err := config.GetConfig()
 	if err != nil {
 		return err
@@ -498,12 +501,15 @@ func waitPipelinesEnded(ctx context.Context, ns string, n int, timeout time.Dura
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	succeeded := map[string]bool{}
 	for {
 		var list v1alpha1.PhasedTrainingList
 		if err := wc.List(ctx, &list, client.InNamespace(ns)); err != nil {
+			if ctx.Err() != nil {
+				return fmt.Errorf("only %d of %d pipelines succeeded within %v", len(succeeded), n, timeout)
+			}
 			return err
 		}
-		succeeded := map[string]bool{}
 		see := func(pt *v1alpha1.PhasedTraining) error {
 			switch pt.Status.State {
 			case v1alpha1.PipelineSucceeded:
