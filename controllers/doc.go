@@ -13,9 +13,10 @@
 //     observes the worker pods, lets phases.Pipeline.Next decide, writes
 //     the status once, and only then creates the reserved workers' pods,
 //     pinned to their nodes, and deletes pods that are no longer reserved.
-//     A new pipeline's first status is the exception: the reconciler
-//     proposes it (Scheduler.Propose) and the scheduler stores it with
-//     its first grant, in one write.
+//     A status that only queues phases is the exception (a new
+//     pipeline's first, or a phase's end that hands over to its
+//     successors): the reconciler proposes it (Scheduler.Propose) and the
+//     scheduler stores it with its first decision on them, in one write.
 //
 // Worker pods get deterministic names, owner references, labels, a
 // headless Service per pipeline for stable peer names, and the
