@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -160,11 +161,15 @@ func (c *controllerProcess) stop() {
 // freePort returns a loopback port nothing listens on, drawn from below the
 // kernel's ephemeral range (as test/cluster/up.sh does): a port the kernel
 // handed out for ":0" can be taken by an outgoing connection before the
-// process we start binds it.
+// process we start binds it. It never returns a port a docs block binds
+// verbatim (docPorts): TestJaegerDocs runs beside the suite's own processes.
 func freePort() string {
 	low := ephemeralLow()
 	for range 200 {
 		port := 10000 + rand.IntN(low-10000)
+		if slices.Contains(docPorts, port) {
+			continue
+		}
 		l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port))
 		if err != nil {
 			continue
@@ -174,6 +179,12 @@ func freePort() string {
 	}
 	panic("no free loopback port below the ephemeral range")
 }
+
+// docPorts are the fixed loopback ports of docs/tracing.md's Jaeger
+// (test/jaeger/config.yaml's defaults: OTLP gRPC and HTTP, the query UI/API
+// and its gRPC, the health check), which TestJaegerDocs binds as written.
+// test/cluster/up.sh keeps the same list out of its random ports.
+var docPorts = []int{4317, 4318, 13133, 16685, 16686}
 
 // ephemeralLow is the first port of the kernel's ephemeral range (32768 when
 // it cannot be read or leaves no room below it: Linux's default).

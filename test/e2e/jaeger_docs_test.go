@@ -4,14 +4,17 @@ package e2e
 
 import (
 	"net"
+	"strconv"
 	"testing"
 )
 
 // TestJaegerDocs runs docs/tracing.md's "Getting a Jaeger" block verbatim
 // and waits for Jaeger's query API on the port the block names. It skips
-// when that fixed port is taken (another Jaeger on this machine).
+// when one of the block's fixed ports is taken (another Jaeger on this
+// machine); the suite's own processes never draw them (docPorts).
 func TestJaegerDocs(t *testing.T) {
-	for _, addr := range []string{"127.0.0.1:16686", "127.0.0.1:4317", "127.0.0.1:4318"} {
+	for _, port := range docPorts {
+		addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 		l, err := net.Listen("tcp", addr)
 		if err != nil {
 			t.Skipf("%s is in use: %v", addr, err)
