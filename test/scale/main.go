@@ -5,6 +5,9 @@
 //
 //	test/cluster/up.sh --nodes 0 --dir /tmp/pg && source /tmp/pg/env
 //	go run ./test/scale -nodes 1000 -pipelines 500
+//
+// With -write-cost N it measures one PhasedTraining status write against
+// one pod status patch instead (writecost.go).
 package main
 
 import (
@@ -49,6 +52,7 @@ var (
 	workers       = flag.Int("workers", 0, "the controller's --workers (0: its default)")
 	cpuProf       = flag.String("cpuprofile", "", "write a CPU profile of the controller over -profile-window, taken from the start of the phasegang run, to this file")
 	apiProf       = flag.String("apiserver-profile", "", "write a CPU profile of kube-apiserver over -profile-window, taken from the start of the phasegang run, to this file (needs test/cluster/up.sh --profiling)")
+	writeCost     = flag.Int("write-cost", 0, "measure kube-apiserver's CPU per write instead (N writes each of a pod status patch and of PhasedTraining status writes; creates no nodes) and print a table")
 	profileWindow = flag.Duration("profile-window", 60*time.Second, "how long -cpuprofile and -apiserver-profile sample (whole seconds)")
 )
 
@@ -112,6 +116,9 @@ func run() error {
 	}
 	if err := sweep(ctx); err != nil {
 		return err
+	}
+	if *writeCost > 0 {
+		return writeCostRun(ctx, *writeCost)
 	}
 	fmt.Fprintf(os.Stderr, "creating %d nodes × %d GPUs...\n", *nodeCount, *gpus)
 	if err := createNodes(ctx); err != nil {
