@@ -88,7 +88,8 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	if *binary == "" {
+	// -write-cost runs no controller.
+	if *binary == "" && *writeCost == 0 {
 		dir, _ := os.MkdirTemp("", "phasegang-scale-")
 		*binary = filepath.Join(dir, "phasegang")
 		b := exec.Command("go", "build", "-o", *binary, "./cmd/phasegang")
@@ -97,7 +98,7 @@ func run() error {
 			return fmt.Errorf("building phasegang: %w", err)
 		}
 	}
-	if name := filepath.Base(*binary); !slices.Contains(components, name) {
+	if name := filepath.Base(*binary); *binary != "" && !slices.Contains(components, name) {
 		components[len(components)-1] = name[:min(len(name), 15)]
 	}
 	apply := exec.Command("kubectl", "apply", "--server-side", "-f", "config/crd/bases")
