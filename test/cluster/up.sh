@@ -127,9 +127,10 @@ used_ports() {
   while read -r hex; do echo $((16#$hex)); done < <(awk 'NR>1 && $2 ~ /:/ {n=split($2,a,":"); print a[n]}' /proc/net/tcp /proc/net/tcp6 2>/dev/null)
 }
 declare -A taken=()
-# docs/tracing.md's Jaeger binds these fixed ports verbatim (TestJaegerDocs,
-# beside a running cluster); test/e2e's freePort keeps the same list out.
-for p in 4317 4318 13133 16685 16686; do taken[$p]=1; done
+# docs/tracing.md's Jaeger binds the fixed ports of its config verbatim
+# (TestJaegerDocs, beside a running cluster); test/e2e's freePort reads the
+# same file.
+for p in $(grep -oE 'endpoint: 127\.0\.0\.1:[0-9]+' "$here/../jaeger/config.yaml" | grep -oE '[0-9]+$'); do taken[$p]=1; done
 while read -r p; do [[ -n "$p" ]] && taken[$p]=1; done < <(used_ports)
 read -r ephemeral_low ephemeral_high < /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || { ephemeral_low=32768; ephemeral_high=60999; }
 if (( ephemeral_low > 12000 )); then port_base=10000; port_span=$(( ephemeral_low - 10000 ))

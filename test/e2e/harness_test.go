@@ -11,9 +11,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -167,7 +169,7 @@ func freePort() string {
 	low := ephemeralLow()
 	for range 200 {
 		port := 10000 + rand.IntN(low-10000)
-		if slices.Contains(docPorts, port) {
+		if slices.Contains(docPorts(), port) {
 			continue
 		}
 		l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port))
@@ -180,11 +182,22 @@ func freePort() string {
 	panic("no free loopback port below the ephemeral range")
 }
 
-// docPorts are the fixed loopback ports of docs/tracing.md's Jaeger
-// (test/jaeger/config.yaml's defaults: OTLP gRPC and HTTP, the query UI/API
-// and its gRPC, the health check), which TestJaegerDocs binds as written.
-// test/cluster/up.sh keeps the same list out of its random ports.
-var docPorts = []int{4317, 4318, 13133, 16685, 16686}
+// docPorts are the fixed loopback ports of docs/tracing.md's Jaeger, which
+// TestJaegerDocs binds as written: every endpoint of test/jaeger/config.yaml
+// (OTLP gRPC and HTTP, the query UI/API and its gRPC, the health check).
+// test/cluster/up.sh reads the same file to keep them out of its ports.
+var docPorts = sync.OnceValue(func() []int {
+	b, err := os.ReadFile(filepath.Join(repoRoot, "test", "jaeger", "config.yaml"))
+	if err != nil {
+		panic(err)
+	}
+	var ports []int
+	for _, m := range regexp.MustCompile(`endpoint: 127\.0\.0\.1:([0-9]+)`).FindAllSubmatch(b, -1) {
+		p, _ := strconv.Atoi(string(m[1]))
+		ports = append(ports, p)
+	}
+	return ports
+})
 
 // ephemeralLow is the first port of the kernel's ephemeral range (32768 when
 // it cannot be read or leaves no room below it: Linux's default).

@@ -13,7 +13,7 @@ import (
 // when one of the block's fixed ports is taken (another Jaeger on this
 // machine); the suite's own processes never draw them (docPorts).
 func TestJaegerDocs(t *testing.T) {
-	for _, port := range docPorts {
+	for _, port := range docPorts() {
 		addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 		l, err := net.Listen("tcp", addr)
 		if err != nil {
