@@ -35,26 +35,7 @@ var components = []string{"kube-apiserver", "etcd", "kube-controller", "kube-sch
 var writeVerbs = map[string]bool{"POST": true, "PUT": true, "PATCH": true, "DELETE": true, "APPLY": true, "CREATE": true, "UPDATE": true, "DELETECOLLECTION": true}
 
 func snapshot(ctx context.Context, cfg *rest.Config) usage {
-	u := usage{cpu: map[string]time.Duration{}, writes: map[string]float64{}, verbs: map[string]float64{}, reads: map[string]float64{}}
-	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
-	for _, f := range stats {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			continue
-		}
-		open, end := bytes.IndexByte(b, '('), bytes.LastIndexByte(b, ')')
-		if open < 0 || end < open {
-			continue
-		}
-		name := string(b[open+1 : end])
-		if !slices.Contains(components, name) {
-			continue
-		}
-		fields := strings.Fields(string(b[end+2:]))
-		ut, _ := strconv.ParseInt(fields[11], 10, 64)
-		st, _ := strconv.ParseInt(fields[12], 10, 64)
-		u.cpu[name] += time.Duration(ut+st) * time.Second / 100 // USER_HZ
-	}
+	u := usage{cpu: componentCPU(), writes: map[string]float64{}, verbs: map[string]float64{}, reads: map[string]float64{}}
 	hc, err := rest.HTTPClientFor(cfg)
 	if err != nil {
 		return u
@@ -91,6 +72,32 @@ func snapshot(ctx context.Context, cfg *rest.Config) usage {
 		}
 	}
 	return u
+}
+
+// componentCPU is the CPU time (user + system, from /proc) of every
+// running process named in components, summed by name.
+func componentCPU() map[string]time.Duration {
+	cpu := map[string]time.Duration{}
+	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
+	for _, f := range stats {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		open, end := bytes.IndexByte(b, '('), bytes.LastIndexByte(b, ')')
+		if open < 0 || end < open {
+			continue
+		}
+		name := string(b[open+1 : end])
+		if !slices.Contains(components, name) {
+			continue
+		}
+		fields := strings.Fields(string(b[end+2:]))
+		ut, _ := strconv.ParseInt(fields[11], 10, 64)
+		st, _ := strconv.ParseInt(fields[12], 10, 64)
+		cpu[name] += time.Duration(ut+st) * time.Second / 100 // USER_HZ
+	}
+	return cpu
 }
 
 // promLabels parses the labels of one Prometheus text-format sample.
