@@ -84,6 +84,12 @@ func TestSuiteWorkloadsLoad(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkSuiteGolden(t, rows)
+	checkSuiteVerdict(t, "linear scaling", rows, suiteKnownFailures)
+	scaled, err := RunSuite(WithScaling(ws, &Scaling{EfficiencyPerDoubling: 0.9}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkSuiteVerdict(t, "0.9 efficiency per doubling", scaled, suiteKnownFailuresSubLinear)
 	for _, row := range rows {
 		for _, r := range row.Results {
 			m := r.Metrics
@@ -99,6 +105,45 @@ func TestSuiteWorkloadsLoad(t *testing.T) {
 			if m.JCTAvgLowerBound > m.JCTAvg+1e-6 || m.JCTAvgLowerBound <= 0 {
 				t.Errorf("%s, %s: JCT avg LB %s, average JCT %s", row.Workload.Name, r.Policy, human(m.JCTAvgLowerBound), human(m.JCTAvg))
 			}
+		}
+	}
+}
+
+// The suite's verdict. `make policy` exits 1 while any workload fails,
+// so CI cannot run it as a gate yet; this test is the gate instead: the
+// workloads on which phasegang is more than 1% worse than the best
+// baseline must be exactly these, each with the section of
+// docs/simulator.md that says why. A change that makes another workload
+// fail, or one of these pass, fails the test, so the list is edited on
+// purpose rather than regenerated with the golden file.
+var (
+	suiteKnownFailures = map[string]string{
+		"philly-day33-small": "`philly-day33-small`: makespan against average JCT",
+		"wave-burst":         "The wave burst and the order of growth",
+	}
+	suiteKnownFailuresSubLinear = map[string]string{
+		"philly-day33-small": "Under sub-linear scaling",
+	}
+)
+
+// checkSuiteVerdict checks that the workloads that fail are exactly the
+// known ones, and that docs/simulator.md has the section each points to.
+func checkSuiteVerdict(t *testing.T, model string, rows []SuiteRow, known map[string]string) {
+	t.Helper()
+	doc, err := os.ReadFile("../../docs/simulator.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, row := range rows {
+		name := row.Workload.Name
+		section, isKnown := known[name]
+		switch {
+		case len(row.Failures) > 0 && !isKnown:
+			t.Errorf("%s: phasegang now fails %s: %s", model, name, strings.Join(row.Failures, "; "))
+		case len(row.Failures) == 0 && isKnown:
+			t.Errorf("%s: %s passes now: take it off the known failures (and update docs/simulator.md)", model, name)
+		case isKnown && !strings.Contains(string(doc), "\n### "+section):
+			t.Errorf("%s: known failure %s points to a section docs/simulator.md does not have: %q", model, name, section)
 		}
 	}
 }
