@@ -86,7 +86,7 @@ func runController(f *controllerFlags) error {
 	reach := &controllers.APIReachability{}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                        controllers.Scheme(),
-		Cache:                         cache.Options{NewInformer: reach.RecoveringInformer},
+		Cache:                         cacheOptions(reach),
 		Metrics:                       metricsserver.Options{BindAddress: f.metricsAddr},
 		HealthProbeBindAddress:        f.probeAddr,
 		PprofBindAddress:              f.pprofAddr,
@@ -134,4 +134,17 @@ func runController(f *controllerFlags) error {
 		return err
 	}
 	return mgr.Start(ctrl.SetupSignalHandler())
+}
+
+// cacheOptions are the manager's informer caches. They drop every
+// object's managedFields: nothing in the controller reads them, and they
+// are a large part of what it holds (44% of a mid-run PhasedTraining's
+// bytes), so the heap the garbage collector scans shrinks with them. A
+// status update from a cached object then carries no managedFields,
+// which kube-apiserver reads as "keep the stored ones".
+func cacheOptions(reach *controllers.APIReachability) cache.Options {
+	return cache.Options{
+		NewInformer:      reach.RecoveringInformer,
+		DefaultTransform: cache.TransformStripManagedFields(),
+	}
 }
