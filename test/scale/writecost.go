@@ -69,7 +69,7 @@ func writeCostRun(ctx context.Context, n int) error {
 		base := float64(spent[0].Microseconds()) / 1e3 / float64(n)
 		fmt.Printf("%-38s %14.2f %19.2f× %14d\n", c.name, ms, ms/base, storedSize(ctx, c.obj))
 	}
-	fmt.Fprintln(os.Stderr, "(CPU from /proc at USER_HZ resolution: 10 ms over all the writes of a row)")
+	fmt.Fprintf(os.Stderr, "(CPU from /proc at USER_HZ resolution: 10 ms per round, %d rounds to a row)\n", writeRounds)
 	return nil
 }
 
