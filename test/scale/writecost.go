@@ -64,9 +64,9 @@ func writeCostRun(ctx context.Context, n int) error {
 	}
 	fmt.Printf("\nkube-apiserver CPU per write, %d writes of each kind, one at a time, the kinds taking turns in %d rounds\n\n", n, writeRounds)
 	fmt.Printf("%-38s %14s %20s %14s\n", "write", "CPU ms/write", "÷ pod status patch", "object bytes")
+	base := float64(spent[0].Microseconds()) / 1e3 / float64(n) // the pod status patch
 	for k, c := range cases {
 		ms := float64(spent[k].Microseconds()) / 1e3 / float64(n)
-		base := float64(spent[0].Microseconds()) / 1e3 / float64(n)
 		fmt.Printf("%-38s %14.2f %19.2f× %14d\n", c.name, ms, ms/base, storedSize(ctx, c.obj))
 	}
 	fmt.Fprintf(os.Stderr, "(CPU from /proc at USER_HZ resolution: 10 ms per round, %d rounds to a row)\n", writeRounds)
