@@ -51,6 +51,10 @@ test: ## Run every test (the one test command; CI runs it too): the main module'
 e2e: ## Build and start the local control plane (test/cluster), run the e2e suite against it, stop it.
 	hack/e2e.sh
 
+.PHONY: e2e-real
+e2e-real: ## As root: start the local control plane with a real node (containerd + kubelet, test/cluster/realnode.sh), run the TestReal* e2e tests on real processes, stop it, check the host is as before.
+	hack/e2e-real.sh
+
 .PHONY: policy
 policy: ## Run the policy suite (phasegang simulate --suite): fails where phasegang is >1% worse than the best baseline.
 	$(GO) run ./cmd/phasegang simulate --suite --stats

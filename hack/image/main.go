@@ -16,6 +16,9 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"strings"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
 )
 
 func main() {
@@ -28,12 +31,28 @@ func main() {
 	flag.StringVar(&o.Source, "source", DefaultSource, "label org.opencontainers.image.source")
 	flag.StringVar(&o.Arch, "arch", runtime.GOARCH, "GOARCH of the binary and the image")
 	out := flag.String("o", "bin/phasegang-image.tar", "the tarball to write")
+	var t TestImageOptions
+	test := flag.Bool("test", false, "build a test image for the real node (test/cluster/build-node.sh) from -binary or -rootfs, named -ref, instead of phasegang's")
+	flag.StringVar(&t.Rootfs, "rootfs", "", "with -test: a rootfs tarball, the image's one layer")
+	cmd := flag.String("cmd", "", "with -test -rootfs: the image's command (one word)")
+	env := flag.String("env", "", "with -test: extra environment, comma-separated K=V")
 	flag.Parse()
 	if flag.NArg() != 0 {
 		fmt.Fprintln(os.Stderr, "image: no arguments expected; see -help")
 		os.Exit(2)
 	}
-	digest, err := Build(o, *out)
+	build := func() (v1.Hash, error) { return Build(o, *out) }
+	if *test {
+		t.Ref, t.Arch, t.Binary = o.Ref, o.Arch, o.Binary
+		if *cmd != "" {
+			t.Cmd = []string{*cmd}
+		}
+		if *env != "" {
+			t.Env = strings.Split(*env, ",")
+		}
+		build = func() (v1.Hash, error) { return BuildTestImage(t, *out) }
+	}
+	digest, err := build()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "image:", err)
 		os.Exit(1)

@@ -36,6 +36,12 @@ ours() {
   [[ "$cmd" == *"$name"* ]]
 }
 
+# The real node first, while kube-apiserver still runs: its pods are
+# deleted through the API so the kubelet tears each sandbox down itself.
+if [[ -d "$dir/node" ]]; then
+  "$(dirname "${BASH_SOURCE[0]}")/realnode.sh" down --dir "$dir" || echo "down.sh: realnode.sh down failed" >&2
+fi
+
 order=(kwok kube-scheduler kube-controller-manager kube-apiserver etcd)
 pids=()
 for name in "${order[@]}"; do

@@ -12,6 +12,10 @@
 #   --profiling  serve kube-apiserver's /debug/pprof (test/scale -apiserver-profile)
 #   --workload-api  enable the GenericWorkload feature gate (kube-apiserver, kube-scheduler,
 #                kube-controller-manager) and serve scheduling.k8s.io/v1beta1 (Workload, PodGroup)
+#   --real-nodes 1  also start a real node (realnode.sh, root only): containerd, CoreDNS and a
+#                kubelet that runs real containers, Node `localhost` with G nvidia.com/gpu;
+#                its pods use images phasegang.test/trainer:dev (test/realnode) with
+#                imagePullPolicy Never. One per machine.
 #
 # Needs curl, setsid, base64, od and openssl (without openssl it builds
 # test/tools/cmd/certgen with Go instead).
@@ -30,6 +34,7 @@ bin=${PHASEGANG_K8S_BIN:-}
 timeout=90
 profiling=false
 workload_api=false
+real_nodes=0
 
 die() { echo "up.sh: error: $*" >&2; exit 1; }
 usage() { awk 'NR>1 && /^#/ {sub(/^# ?/, ""); print; next} NR>1 {exit}' "${BASH_SOURCE[0]}"; }
@@ -48,12 +53,15 @@ while (($#)); do
     --timeout=*) timeout=${1#*=}; shift ;;
     --profiling) profiling=true; shift ;;
     --workload-api) workload_api=true; shift ;;
+    --real-nodes) real_nodes=${2:?--real-nodes needs a value}; shift 2 ;;
+    --real-nodes=*) real_nodes=${1#*=}; shift ;;
     -h|--help) usage; exit 0 ;;
     *) usage >&2; die "unknown argument '$1'" ;;
   esac
 done
 [[ "$nodes" =~ ^[0-9]+$ ]] || die "--nodes must be a non-negative integer, got '$nodes'"
 [[ "$gpus" =~ ^[0-9]+$ ]] || die "--gpus must be a non-negative integer, got '$gpus'"
+[[ "$real_nodes" =~ ^[01]$ ]] || die "--real-nodes must be 0 or 1 (one real node per machine: realnode.sh), got '$real_nodes'"
 [[ "$timeout" =~ ^[1-9][0-9]*$ ]] || die "--timeout must be a positive integer, got '$timeout'"
 
 for tool in curl setsid base64 od; do
@@ -418,7 +426,13 @@ wait_for kube-controller-manager "ServiceAccount default/default" \
   done
 } >"$dir/env"
 
+# ---------------------------------------------------------------- real node
+if ((real_nodes > 0)); then
+  say "starting a real node (realnode.sh) with $gpus nvidia.com/gpu"
+  "$here/realnode.sh" up --dir "$dir" --gpus "$gpus" || die "realnode.sh up failed (logs: $logs)"
+fi
+
 ok=true
-say "cluster ready: $nodes node(s) x $gpus GPU; API $server"
+say "cluster ready: $nodes fake + $real_nodes real node(s) x $gpus GPU; API $server"
 echo "up.sh: KUBECONFIG=$kubeconfig  (source $dir/env; stop with $here/down.sh --dir $dir)" >&2
 echo "$dir/env"
