@@ -76,7 +76,7 @@ func ptUpdatePriority(o, n *v1alpha1.PhasedTraining) int {
 	}
 	for i := range n.Status.Phases {
 		op, np := &o.Status.Phases[i], &n.Status.Phases[i]
-		if len(op.Assignments) != len(np.Assignments) || (op.State == v1alpha1.PhaseRunning) != (np.State == v1alpha1.PhaseRunning) {
+		if len(op.Assignments) != len(np.Assignments) || op.State.Reserved() != np.State.Reserved() {
 			return priorityCritical
 		}
 	}

@@ -113,8 +113,8 @@ func TestPhaseEndIsStoredWithTheSuccessorsGrant(t *testing.T) {
 	if n := writes.Load() - before; n != 0 {
 		t.Fatalf("the reconciler wrote train's end itself (%d writes): it only queues validate and should be proposed", n)
 	}
-	if st := stored().Status.Phases[0].State; st != v1alpha1.PhaseRunning {
-		t.Fatalf("train is %s before the cycle, want still Running", st)
+	if st := stored().Status.Phases[0].State; !st.Reserved() {
+		t.Fatalf("train is %s before the cycle, want still reserved (as granted)", st)
 	}
 	if len(tracer.steps) != 0 {
 		t.Fatalf("the step was traced before it was stored: %v", tracer.steps)
@@ -125,8 +125,8 @@ func TestPhaseEndIsStoredWithTheSuccessorsGrant(t *testing.T) {
 	if n := writes.Load() - before; n != 1 {
 		t.Errorf("%d status writes for train's end and validate's grant, want 1", n)
 	}
-	if ps := pt.Status.Phases; len(ps) != 2 || ps[0].State != v1alpha1.PhaseSucceeded || ps[1].State != v1alpha1.PhaseRunning || len(ps[1].Assignments) != 1 {
-		t.Fatalf("stored phases = %+v, want train Succeeded and validate granted 1 worker", ps)
+	if ps := pt.Status.Phases; len(ps) != 2 || ps[0].State != v1alpha1.PhaseSucceeded || ps[1].State != v1alpha1.PhaseStarting || len(ps[1].Assignments) != 1 {
+		t.Fatalf("stored phases = %+v, want train Succeeded and validate granted 1 worker, Starting", ps)
 	}
 	if len(tracer.steps) != 1 || len(tracer.steps[0]) != 1 || tracer.steps[0][0] != "train" {
 		t.Errorf("traced steps %v, want one step that ended train", tracer.steps)

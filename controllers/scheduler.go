@@ -269,7 +269,7 @@ func relevantUpdate(oldObj, newObj any) bool {
 		}
 		for i := range n.Status.Phases {
 			np, op := &n.Status.Phases[i], &o.Status.Phases[i]
-			if np.State != op.State || len(np.Assignments) != len(op.Assignments) || !np.NotBefore.Equal(op.NotBefore) {
+			if np.State != op.State && !(np.State.Reserved() && op.State.Reserved()) || len(np.Assignments) != len(op.Assignments) || !np.NotBefore.Equal(op.NotBefore) {
 				return true
 			}
 		}

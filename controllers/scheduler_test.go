@@ -132,8 +132,8 @@ func TestProposedFirstStatusIsWrittenWithTheGrant(t *testing.T) {
 		t.Errorf("%d status writes, want 1 (the first status and the grant together)", n)
 	}
 	ps := pt.Status.Phases
-	if len(ps) != 1 || ps[0].State != v1alpha1.PhaseRunning || len(ps[0].Assignments) != 2 {
-		t.Fatalf("stored phases = %+v, want train granted 2 workers", ps)
+	if len(ps) != 1 || ps[0].State != v1alpha1.PhaseStarting || len(ps[0].Assignments) != 2 {
+		t.Fatalf("stored phases = %+v, want train granted 2 workers and Starting", ps)
 	}
 	if ps[0].QueuedTime == nil || !ps[0].QueuedTime.Equal(first.Phases[0].QueuedTime) || pt.Status.ObservedGeneration != first.ObservedGeneration {
 		t.Errorf("the proposal's queue time %v / observed generation %d were not kept: %v / %d",

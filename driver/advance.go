@@ -68,12 +68,13 @@ func clearInvalid(st *v1alpha1.PhasedTrainingStatus, gen int64) {
 	}
 }
 
-// recordProgress copies the observed worker counts into the running
-// phases, and their start time once every granted worker has started.
+// recordProgress copies the observed worker counts into the reserved
+// phases, and their start time once every granted worker has started; a
+// phase is Starting until its gang has started, then Running.
 func recordProgress(st *v1alpha1.PhasedTrainingStatus, obs Observations) {
 	for i := range st.Phases {
 		ps := &st.Phases[i]
-		if ps.State != v1alpha1.PhaseRunning || len(ps.Assignments) == 0 {
+		if !ps.State.Reserved() || len(ps.Assignments) == 0 {
 			continue
 		}
 		o, ok := obs[phases.Instance{Name: ps.Name, Iteration: ps.Iteration, Attempt: ps.Attempt}]
@@ -91,6 +92,7 @@ func recordProgress(st *v1alpha1.PhasedTrainingStatus, obs Observations) {
 			t := metav1.NewTime(o.Started)
 			ps.StartTime = &t
 		}
+		ps.State = startState(ps)
 	}
 }
 
@@ -137,7 +139,7 @@ func stopRemaining(st *v1alpha1.PhasedTrainingStatus, now time.Time, msg string)
 	t := metav1.NewTime(now)
 	for i := range st.Phases {
 		ps := &st.Phases[i]
-		if ps.State == v1alpha1.PhaseRunning || ps.State == v1alpha1.PhaseQueued || ps.State == v1alpha1.PhasePending {
+		if ps.State.Reserved() || ps.State == v1alpha1.PhaseQueued || ps.State == v1alpha1.PhasePending {
 			ps.State, ps.Message, ps.EndTime = v1alpha1.PhaseFailed, msg, &t
 			ps.WaitingFor = ""
 		}
@@ -183,7 +185,7 @@ func Invalid(pt *v1alpha1.PhasedTraining, errs field.ErrorList) (*v1alpha1.Phase
 	}
 	msg := strings.Join(msgs, "; ")
 	setCondition(st, pt.Generation, v1alpha1.ConditionInvalid, true, v1alpha1.ReasonSpecInvalid, msg)
-	for _, t := range []v1alpha1.ConditionType{v1alpha1.ConditionQueued, v1alpha1.ConditionRunning, v1alpha1.ConditionInfeasible} {
+	for _, t := range []v1alpha1.ConditionType{v1alpha1.ConditionQueued, v1alpha1.ConditionStarting, v1alpha1.ConditionRunning, v1alpha1.ConditionInfeasible} {
 		if isTrue(st, t) {
 			setCondition(st, pt.Generation, t, false, v1alpha1.ReasonSpecInvalid, "the spec is invalid")
 		}

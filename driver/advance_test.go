@@ -178,6 +178,19 @@ func TestAdvanceLiftsInvalid(t *testing.T) {
 	}
 }
 
+// A Starting pipeline whose new spec is Invalid is Invalid only.
+func TestInvalidTurnsStartingOff(t *testing.T) {
+	pt := wrappers.MakePT("job").Phase("a", 1).Status(wrappers.Starting("a", "n1")).Obj()
+	pt.Status = *Advance(compile(t, pt), pt, nil, now).Status
+	if pt.Status.State != v1alpha1.PipelineStarting {
+		t.Fatalf("setup: state %s, want Starting", pt.Status.State)
+	}
+	invalid, _ := Invalid(pt, nil)
+	if on := trueConds(invalid.Conditions); len(on) != 1 || on[0] != string(v1alpha1.ConditionInvalid) {
+		t.Errorf("True conditions %v, want only Invalid", on)
+	}
+}
+
 func TestStopRemaining(t *testing.T) {
 	end0 := wrappers.Time(wrappers.T0)
 	in := []v1alpha1.PhaseStatus{

@@ -39,8 +39,7 @@ func setStepConditions(st *v1alpha1.PhasedTrainingStatus, step phases.Step, gen 
 	switch step.State {
 	case v1alpha1.PipelineSucceeded:
 		set(v1alpha1.ConditionSucceeded, true, v1alpha1.ReasonAllPhasesEnded, step.Message)
-		set(v1alpha1.ConditionRunning, false, v1alpha1.ReasonAllPhasesEnded, "")
-		set(v1alpha1.ConditionQueued, false, v1alpha1.ReasonAllPhasesEnded, "")
+		endProgress(st, gen, v1alpha1.ReasonAllPhasesEnded)
 		return
 	case v1alpha1.PipelineFailed:
 		reason := step.Reason
@@ -48,11 +47,23 @@ func setStepConditions(st *v1alpha1.PhasedTrainingStatus, step phases.Step, gen 
 			reason = v1alpha1.ReasonPhaseFailed
 		}
 		set(v1alpha1.ConditionFailed, true, reason, step.Message)
-		set(v1alpha1.ConditionRunning, false, reason, "")
-		set(v1alpha1.ConditionQueued, false, reason, "")
+		endProgress(st, gen, reason)
 		return
 	}
 	setPhaseConditions(st, gen)
+}
+
+// endProgress turns the progress conditions (Running, Queued, and Starting
+// when the pipeline ever had it) off with the reason the pipeline ended:
+// an ended pipeline neither runs, waits nor starts, and the one True
+// condition left is its outcome, which kubectl get -o wide's Reason column
+// (the first True condition's reason) then shows.
+func endProgress(st *v1alpha1.PhasedTrainingStatus, gen int64, reason string) {
+	setCondition(st, gen, v1alpha1.ConditionRunning, false, reason, "")
+	setCondition(st, gen, v1alpha1.ConditionQueued, false, reason, "")
+	if meta.FindStatusCondition(st.Conditions, string(v1alpha1.ConditionStarting)) != nil {
+		setCondition(st, gen, v1alpha1.ConditionStarting, false, reason, "")
+	}
 }
 
 // setPhaseConditions derives Running and Queued from the phases of a
@@ -63,10 +74,11 @@ func setPhaseConditions(st *v1alpha1.PhasedTrainingStatus, gen int64) {
 	set := func(t v1alpha1.ConditionType, on bool, reason, msg string) { setCondition(st, gen, t, on, reason, msg) }
 	var running, starting, queued []string
 	var waiting string
+	reason := v1alpha1.ReasonWaitingForCapacity
 	for i := range st.Phases {
 		ps := &st.Phases[i]
 		switch ps.State {
-		case v1alpha1.PhaseRunning:
+		case v1alpha1.PhaseStarting, v1alpha1.PhaseRunning:
 			if started(ps) {
 				running = append(running, fmt.Sprintf("%s on %d workers", PhaseLabel(ps), len(ps.Assignments)))
 				continue
@@ -80,6 +92,9 @@ func setPhaseConditions(st *v1alpha1.PhasedTrainingStatus, gen int64) {
 			queued = append(queued, PhaseLabel(ps))
 			if waiting == "" && ps.WaitingFor != "" {
 				waiting = PhaseLabel(ps) + " " + ps.WaitingFor
+				if waitsForClass(ps) {
+					reason = v1alpha1.ReasonWaitingForPriorityClass
+				}
 			}
 		}
 	}
@@ -100,7 +115,7 @@ func setPhaseConditions(st *v1alpha1.PhasedTrainingStatus, gen int64) {
 		if waiting == "" {
 			waiting = "queued: " + strings.Join(queued, ", ")
 		}
-		set(v1alpha1.ConditionQueued, true, v1alpha1.ReasonWaitingForCapacity, waiting)
+		set(v1alpha1.ConditionQueued, true, reason, waiting)
 	} else {
 		set(v1alpha1.ConditionQueued, false, v1alpha1.ReasonPhaseRunning, "")
 	}
@@ -112,6 +127,17 @@ func setPhaseConditions(st *v1alpha1.PhasedTrainingStatus, gen int64) {
 func started(ps *v1alpha1.PhaseStatus) bool {
 	return ps.StartTime != nil || ps.Workers.Running >= minWorkers(ps) ||
 		ps.Workers.Running+ps.Workers.Succeeded+ps.Workers.Failed >= int32(len(ps.Assignments))
+}
+
+// startState is a reserved phase's state: Running once its gang has
+// started, Starting while fewer than its min workers run. It follows the
+// same rule as the Starting and Running conditions, so a phase never reads
+// Running while its pipeline is Starting.
+func startState(ps *v1alpha1.PhaseStatus) v1alpha1.PhaseState {
+	if started(ps) {
+		return v1alpha1.PhaseRunning
+	}
+	return v1alpha1.PhaseStarting
 }
 
 // minWorkers is the gang's min, or its grant when the status does not say.

@@ -2,6 +2,7 @@ package driver
 
 import (
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
@@ -14,7 +15,7 @@ import (
 )
 
 var summaryConds = []v1alpha1.ConditionType{
-	v1alpha1.ConditionQueued, v1alpha1.ConditionRunning, v1alpha1.ConditionSucceeded,
+	v1alpha1.ConditionQueued, v1alpha1.ConditionStarting, v1alpha1.ConditionRunning, v1alpha1.ConditionSucceeded,
 	v1alpha1.ConditionFailed, v1alpha1.ConditionInfeasible, v1alpha1.ConditionInvalid,
 }
 
@@ -140,6 +141,32 @@ func TestSetStepConditions(t *testing.T) {
 			},
 			state: v1alpha1.PipelineFailed,
 		},
+		// An ended pipeline does not start: Starting goes False with the
+		// reason it ended, so its outcome is the one True condition.
+		"failed while Starting turns Starting off": {
+			prior:  []metav1.Condition{cond(v1alpha1.ConditionStarting, true, v1alpha1.ReasonGangStarting, "starting: a: 0 of 1 workers running (it runs at 1)")},
+			phases: []v1alpha1.PhaseStatus{{Name: "a", State: v1alpha1.PhaseFailed}},
+			step:   phases.Step{State: v1alpha1.PipelineFailed, Reason: v1alpha1.ReasonStartFailed, Message: "a did not start"},
+			want: []metav1.Condition{
+				cond(v1alpha1.ConditionFailed, true, v1alpha1.ReasonStartFailed, "a did not start"),
+				cond(v1alpha1.ConditionStarting, false, v1alpha1.ReasonStartFailed, v1alpha1.ReasonStartFailed),
+				cond(v1alpha1.ConditionRunning, false, v1alpha1.ReasonStartFailed, v1alpha1.ReasonStartFailed),
+				cond(v1alpha1.ConditionQueued, false, v1alpha1.ReasonStartFailed, v1alpha1.ReasonStartFailed),
+			},
+			state: v1alpha1.PipelineFailed,
+		},
+		"succeeded after Starting turns Starting off": {
+			prior:  []metav1.Condition{cond(v1alpha1.ConditionStarting, false, v1alpha1.ReasonPhaseRunning, v1alpha1.ReasonPhaseRunning)},
+			phases: []v1alpha1.PhaseStatus{{Name: "a", State: v1alpha1.PhaseSucceeded}},
+			step:   phases.Step{State: v1alpha1.PipelineSucceeded, Message: "all 1 phases ended"},
+			want: []metav1.Condition{
+				cond(v1alpha1.ConditionSucceeded, true, v1alpha1.ReasonAllPhasesEnded, "all 1 phases ended"),
+				cond(v1alpha1.ConditionStarting, false, v1alpha1.ReasonAllPhasesEnded, v1alpha1.ReasonAllPhasesEnded),
+				cond(v1alpha1.ConditionRunning, false, v1alpha1.ReasonAllPhasesEnded, v1alpha1.ReasonAllPhasesEnded),
+				cond(v1alpha1.ConditionQueued, false, v1alpha1.ReasonAllPhasesEnded, v1alpha1.ReasonAllPhasesEnded),
+			},
+			state: v1alpha1.PipelineSucceeded,
+		},
 		"failed without a reason is PhaseFailed": {
 			step: phases.Step{State: v1alpha1.PipelineFailed, Message: "a failed"},
 			want: []metav1.Condition{
@@ -221,6 +248,53 @@ func TestSetStepConditionsExclusiveWithInfeasible(t *testing.T) {
 				t.Errorf("several summary conditions True: %v", on)
 			}
 		})
+	}
+}
+
+// reasonColumn is kubectl get -o wide's Reason: the printer column
+// .status.conditions[?(@.status=="True")].reason shows the first True
+// condition's reason (test/crd checks it with the API server's own table
+// converter).
+func reasonColumn(conds []metav1.Condition) string {
+	for _, c := range conds {
+		if c.Status == metav1.ConditionTrue {
+			return c.Reason
+		}
+	}
+	return ""
+}
+
+// A gang that never starts fails its pipeline after its start failures;
+// the pipeline, which was Starting, then says Failed only: Starting is
+// False with the failure's reason, and the Reason column shows it.
+func TestFailedAfterStartingIsNotStarting(t *testing.T) {
+	ps := wrappers.Starting("train", "n1", "n2")
+	ps.ReservedTime = wrappers.Time(now.Add(-2 * time.Minute))
+	pt := wrappers.MakePT("job").Phase("train", 2).StartTimeout(time.Minute).StartBackoffLimit(0).Status(ps).Obj()
+	pl := compile(t, pt)
+	waiting := Observations{{Name: "train"}: {Observation: phases.Observation{Granted: 2}, Waiting: `worker 0: Unschedulable: 0/1 nodes are available: persistentvolumeclaim "ckpt" not found.`}}
+
+	// Within its start timeout: Starting.
+	adv := Advance(pl, pt, waiting, ps.ReservedTime.Add(30*time.Second))
+	if adv.Status.State != v1alpha1.PipelineStarting || reasonColumn(adv.Status.Conditions) != v1alpha1.ReasonGangStarting {
+		t.Fatalf("before the start timeout: state %s, reason %q; want Starting, %s", adv.Status.State, reasonColumn(adv.Status.Conditions), v1alpha1.ReasonGangStarting)
+	}
+	pt.Status = *adv.Status
+
+	// Past it, with no start failure left: Failed, and nothing else.
+	adv = Advance(pl, pt, waiting, now)
+	st := adv.Status
+	if st.State != v1alpha1.PipelineFailed {
+		t.Fatalf("state = %s, want Failed; phases %v", st.State, phaseLines(st))
+	}
+	if on := trueConds(st.Conditions); len(on) != 1 || on[0] != string(v1alpha1.ConditionFailed) {
+		t.Errorf("True conditions %v, want only Failed", on)
+	}
+	if c := meta.FindStatusCondition(st.Conditions, string(v1alpha1.ConditionStarting)); c == nil || c.Status != metav1.ConditionFalse || c.Reason != v1alpha1.ReasonStartFailed {
+		t.Errorf("Starting = %+v, want False with reason %s", c, v1alpha1.ReasonStartFailed)
+	}
+	if got := reasonColumn(st.Conditions); got != v1alpha1.ReasonStartFailed {
+		t.Errorf("Reason column = %q, want %s", got, v1alpha1.ReasonStartFailed)
 	}
 }
 

@@ -3,6 +3,7 @@ package driver
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -67,7 +68,7 @@ func Observe(pl *phases.Pipeline, st *v1alpha1.PhasedTrainingStatus, pods []core
 	obs := Observations{}
 	for i := range st.Phases {
 		ps := &st.Phases[i]
-		if ps.State != v1alpha1.PhaseRunning || len(ps.Assignments) == 0 {
+		if !ps.State.Reserved() || len(ps.Assignments) == 0 {
 			continue
 		}
 		in := phases.Instance{Name: ps.Name, Iteration: ps.Iteration, Attempt: ps.Attempt}
@@ -228,22 +229,54 @@ func missingWorker(p *corev1.Pod, node string) string {
 // container waiting: "ImagePullBackOff: Back-off pulling image ..."), or
 // "" while nobody has said anything is wrong (a pod just created, an
 // image being pulled): the status changes only when there is a reason.
+//
+// A message that says the same thing twice is said once (see
+// dedupeSentences): kube-scheduler's can repeat a reason.
 func PodWaiting(p *corev1.Pod) string {
 	for _, c := range p.Status.Conditions {
 		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse {
-			return strings.TrimSpace(c.Reason + ": " + c.Message)
+			return strings.TrimSpace(c.Reason + ": " + dedupeSentences(c.Message))
 		}
 	}
 	for _, cs := range append(append([]corev1.ContainerStatus(nil), p.Status.InitContainerStatuses...), p.Status.ContainerStatuses...) {
 		if w := cs.State.Waiting; w != nil && w.Reason != "" && w.Reason != "PodInitializing" && w.Reason != "ContainerCreating" {
 			msg := w.Reason
 			if w.Message != "" {
-				msg += ": " + w.Message
+				msg += ": " + dedupeSentences(w.Message)
 			}
 			return fmt.Sprintf("container %s: %s", cs.Name, msg)
 		}
 	}
 	return ""
+}
+
+// dedupeSentences drops the sentences of msg that repeat an earlier one:
+// an equal sentence, or one that is only the end of an earlier one.
+// kube-scheduler joins its PreFilter, Filter and PostFilter plugins'
+// messages with ". ", and several of them can give the same reason
+// ("persistentvolumeclaim "ckpt" not found. not found."): each reason is
+// said once, in its first and fullest words.
+func dedupeSentences(msg string) string {
+	parts := strings.Split(msg, ". ")
+	if len(parts) < 2 {
+		return msg
+	}
+	var kept []string
+	for i, p := range parts {
+		key := strings.TrimSpace(p)
+		if i == len(parts)-1 {
+			key = strings.TrimSpace(strings.TrimSuffix(key, "."))
+		}
+		if key == "" || slices.ContainsFunc(kept, func(k string) bool { return k == key || strings.HasSuffix(k, " "+key) }) {
+			continue
+		}
+		kept = append(kept, key)
+	}
+	out := strings.Join(kept, ". ")
+	if strings.HasSuffix(strings.TrimSpace(msg), ".") {
+		out += "."
+	}
+	return out
 }
 
 // workerStart is when a started pod's containers started (the latest of

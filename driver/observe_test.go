@@ -19,6 +19,7 @@ import (
 // progress is what a test asserts of one phase status once recordProgress
 // has written the observations into it.
 type progress struct {
+	State     v1alpha1.PhaseState
 	Workers   v1alpha1.WorkerCounts
 	StartTime *metav1.Time
 }
@@ -52,7 +53,7 @@ func TestObserve(t *testing.T) {
 				}
 			},
 			want:       Observations{trainIn: {Observation: phases.Observation{Granted: 4, Running: 1, Succeeded: 1, Failed: 1, ChiefSucceeded: true}}},
-			wantStatus: []*progress{{Workers: v1alpha1.WorkerCounts{Running: 1, Succeeded: 1, Failed: 1}}},
+			wantStatus: []*progress{{State: v1alpha1.PhaseStarting, Workers: v1alpha1.WorkerCounts{Running: 1, Succeeded: 1, Failed: 1}}},
 		},
 		"chief failed; every worker started stamps StartTime": {
 			status: []v1alpha1.PhaseStatus{r2},
@@ -60,7 +61,7 @@ func TestObserve(t *testing.T) {
 				return []corev1.Pod{workerPodOf(pt, r2, 0, "n1", corev1.PodFailed), workerPodOf(pt, r2, 1, "n2", corev1.PodRunning)}
 			},
 			want:       Observations{trainIn: {Observation: phases.Observation{Granted: 2, Running: 1, Failed: 1, ChiefFailed: true}, Started: now}},
-			wantStatus: []*progress{{Workers: v1alpha1.WorkerCounts{Running: 1, Failed: 1}, StartTime: wrappers.Time(now)}},
+			wantStatus: []*progress{{State: v1alpha1.PhaseRunning, Workers: v1alpha1.WorkerCounts{Running: 1, Failed: 1}, StartTime: wrappers.Time(now)}},
 		},
 		"StartTime is when the last worker's containers started": {
 			status: []v1alpha1.PhaseStatus{r2},
@@ -76,7 +77,7 @@ func TestObserve(t *testing.T) {
 				return []corev1.Pod{p0, p1}
 			},
 			want:       Observations{trainIn: {Observation: phases.Observation{Granted: 2, Running: 1, Succeeded: 1, ChiefSucceeded: true}, Started: t0.Add(5 * time.Second)}},
-			wantStatus: []*progress{{Workers: v1alpha1.WorkerCounts{Running: 1, Succeeded: 1}, StartTime: wrappers.Time(t0.Add(5 * time.Second))}},
+			wantStatus: []*progress{{State: v1alpha1.PhaseRunning, Workers: v1alpha1.WorkerCounts{Running: 1, Succeeded: 1}, StartTime: wrappers.Time(t0.Add(5 * time.Second))}},
 		},
 		// A kubelet's clock ahead of the controller's must not date the
 		// start in the future (the start timeout would never fire).
@@ -89,7 +90,7 @@ func TestObserve(t *testing.T) {
 				return []corev1.Pod{p}
 			},
 			want:       Observations{trainIn: {Observation: phases.Observation{Granted: 1, Running: 1}, Started: now}},
-			wantStatus: []*progress{{Workers: v1alpha1.WorkerCounts{Running: 1}, StartTime: wrappers.Time(now)}},
+			wantStatus: []*progress{{State: v1alpha1.PhaseRunning, Workers: v1alpha1.WorkerCounts{Running: 1}, StartTime: wrappers.Time(now)}},
 		},
 		"StartTime is stamped once": {
 			status: func() []v1alpha1.PhaseStatus {
@@ -101,7 +102,7 @@ func TestObserve(t *testing.T) {
 				return []corev1.Pod{workerPodOf(pt, r2, 0, "n1", corev1.PodRunning), workerPodOf(pt, r2, 1, "n2", corev1.PodRunning)}
 			},
 			want:       Observations{trainIn: {Observation: phases.Observation{Granted: 2, Running: 2}, Started: now}},
-			wantStatus: []*progress{{Workers: v1alpha1.WorkerCounts{Running: 2}, StartTime: wrappers.Time(t0)}},
+			wantStatus: []*progress{{State: v1alpha1.PhaseRunning, Workers: v1alpha1.WorkerCounts{Running: 2}, StartTime: wrappers.Time(t0)}},
 		},
 		"counts replace the previous ones; Granted, Min, Desired untouched": {
 			status: func() []v1alpha1.PhaseStatus {
@@ -113,7 +114,7 @@ func TestObserve(t *testing.T) {
 				return []corev1.Pod{workerPodOf(pt, r2, 1, "n2", corev1.PodSucceeded)}
 			},
 			want:       Observations{trainIn: {Observation: phases.Observation{Granted: 2, Succeeded: 1}}},
-			wantStatus: []*progress{{Workers: v1alpha1.WorkerCounts{Min: 1, Desired: 4, Granted: 2, Succeeded: 1}}},
+			wantStatus: []*progress{{State: v1alpha1.PhaseStarting, Workers: v1alpha1.WorkerCounts{Min: 1, Desired: 4, Granted: 2, Succeeded: 1}}},
 		},
 		"pods of indices beyond the assignments (shrunk away) are ignored": {
 			status: []v1alpha1.PhaseStatus{r2},
@@ -124,7 +125,7 @@ func TestObserve(t *testing.T) {
 				}
 			},
 			want:       Observations{trainIn: {Observation: phases.Observation{Granted: 2, Running: 2}, Started: now}},
-			wantStatus: []*progress{{Workers: v1alpha1.WorkerCounts{Running: 2}, StartTime: wrappers.Time(now)}},
+			wantStatus: []*progress{{State: v1alpha1.PhaseRunning, Workers: v1alpha1.WorkerCounts{Running: 2}, StartTime: wrappers.Time(now)}},
 		},
 		"a pod bound to another node than reserved is ignored; an unbound one is read": {
 			status: []v1alpha1.PhaseStatus{r2},
@@ -132,7 +133,7 @@ func TestObserve(t *testing.T) {
 				return []corev1.Pod{workerPodOf(pt, r2, 0, "n9", corev1.PodRunning), workerPodOf(pt, r2, 1, "", corev1.PodFailed)}
 			},
 			want:       Observations{trainIn: {Observation: phases.Observation{Granted: 2, Failed: 1}}},
-			wantStatus: []*progress{{Workers: v1alpha1.WorkerCounts{Failed: 1}}},
+			wantStatus: []*progress{{State: v1alpha1.PhaseStarting, Workers: v1alpha1.WorkerCounts{Failed: 1}}},
 		},
 		// A requeued gang reuses its pod names: a terminating pod is the
 		// old gang's.
@@ -144,7 +145,7 @@ func TestObserve(t *testing.T) {
 				return []corev1.Pod{old, workerPodOf(pt, r2, 1, "n2", corev1.PodRunning)}
 			},
 			want:       Observations{trainIn: {Observation: phases.Observation{Granted: 2, Running: 1}}},
-			wantStatus: []*progress{{Workers: v1alpha1.WorkerCounts{Running: 1}}},
+			wantStatus: []*progress{{State: v1alpha1.PhaseStarting, Workers: v1alpha1.WorkerCounts{Running: 1}}},
 		},
 		"pods of other attempts and iterations are ignored": {
 			status: []v1alpha1.PhaseStatus{
@@ -159,7 +160,7 @@ func TestObserve(t *testing.T) {
 				}
 			},
 			want:       Observations{{Name: "train", Attempt: 1}: {Observation: phases.Observation{Granted: 1, Running: 1}, Started: now}},
-			wantStatus: []*progress{nil, {Workers: v1alpha1.WorkerCounts{Running: 1}, StartTime: wrappers.Time(now)}},
+			wantStatus: []*progress{nil, {State: v1alpha1.PhaseRunning, Workers: v1alpha1.WorkerCounts{Running: 1}, StartTime: wrappers.Time(now)}},
 		},
 		"several running phases are observed separately": {
 			status: []v1alpha1.PhaseStatus{r2, wrappers.Running("eval", "n3")},
@@ -170,7 +171,7 @@ func TestObserve(t *testing.T) {
 				trainIn:        {Observation: phases.Observation{Granted: 2, Running: 1}},
 				{Name: "eval"}: {Observation: phases.Observation{Granted: 1, Succeeded: 1, ChiefSucceeded: true}, Started: now},
 			},
-			wantStatus: []*progress{{Workers: v1alpha1.WorkerCounts{Running: 1}}, {Workers: v1alpha1.WorkerCounts{Succeeded: 1}, StartTime: wrappers.Time(now)}},
+			wantStatus: []*progress{{State: v1alpha1.PhaseStarting, Workers: v1alpha1.WorkerCounts{Running: 1}}, {State: v1alpha1.PhaseRunning, Workers: v1alpha1.WorkerCounts{Succeeded: 1}, StartTime: wrappers.Time(now)}},
 		},
 		"queued, running-without-assignments and ended phases are not observed": {
 			status: []v1alpha1.PhaseStatus{
@@ -198,7 +199,7 @@ func TestObserve(t *testing.T) {
 				return []corev1.Pod{a, b}
 			},
 			want:       Observations{trainIn: {Observation: phases.Observation{Granted: 2}}},
-			wantStatus: []*progress{{}},
+			wantStatus: []*progress{{State: v1alpha1.PhaseStarting}},
 		},
 		"outputs: declared keys, lowest index wins, failed workers too, numbers as JSON text": {
 			status: []v1alpha1.PhaseStatus{r4},
@@ -215,7 +216,7 @@ func TestObserve(t *testing.T) {
 				Granted: 4, Succeeded: 3, Failed: 1, ChiefSucceeded: true,
 				Outputs: map[string]string{"loss": "0.25", "acc": "0.5", "note": "two"},
 			}, Started: now}},
-			wantStatus: []*progress{{Workers: v1alpha1.WorkerCounts{Succeeded: 3, Failed: 1}, StartTime: wrappers.Time(now)}},
+			wantStatus: []*progress{{State: v1alpha1.PhaseRunning, Workers: v1alpha1.WorkerCounts{Succeeded: 3, Failed: 1}, StartTime: wrappers.Time(now)}},
 		},
 		"outputs of running workers and of undeclared phases are not read": {
 			status: []v1alpha1.PhaseStatus{r2, wrappers.Running("eval", "n3")},
@@ -229,7 +230,7 @@ func TestObserve(t *testing.T) {
 				trainIn:        {Observation: phases.Observation{Granted: 2, Running: 1}},
 				{Name: "eval"}: {Observation: phases.Observation{Granted: 1, Succeeded: 1, ChiefSucceeded: true}, Started: now},
 			},
-			wantStatus: []*progress{{Workers: v1alpha1.WorkerCounts{Running: 1}}, {Workers: v1alpha1.WorkerCounts{Succeeded: 1}, StartTime: wrappers.Time(now)}},
+			wantStatus: []*progress{{State: v1alpha1.PhaseStarting, Workers: v1alpha1.WorkerCounts{Running: 1}}, {State: v1alpha1.PhaseRunning, Workers: v1alpha1.WorkerCounts{Succeeded: 1}, StartTime: wrappers.Time(now)}},
 		},
 	}
 	for name, tc := range tests {
@@ -262,13 +263,13 @@ func TestObserve(t *testing.T) {
 					}
 					continue
 				}
-				gotProgress := progress{Workers: st.Phases[i].Workers, StartTime: st.Phases[i].StartTime}
+				gotProgress := progress{State: st.Phases[i].State, Workers: st.Phases[i].Workers, StartTime: st.Phases[i].StartTime}
 				if d := cmp.Diff(*w, gotProgress); d != "" {
 					t.Errorf("phase %d after recordProgress (-want +got):\n%s", i, d)
 				}
 				// Nothing else of the phase status changes.
 				b, a := before.Phases[i], st.Phases[i]
-				b.Workers, b.StartTime, a.Workers, a.StartTime = v1alpha1.WorkerCounts{}, nil, v1alpha1.WorkerCounts{}, nil
+				b.State, b.Workers, b.StartTime, a.State, a.Workers, a.StartTime = "", v1alpha1.WorkerCounts{}, nil, "", v1alpha1.WorkerCounts{}, nil
 				b.WaitingFor, a.WaitingFor = "", "" // what a starting gang waits for: TestObserveWaiting
 				if d := cmp.Diff(b, a); d != "" {
 					t.Errorf("phase %d: other fields changed (-before +after):\n%s", i, d)
@@ -423,6 +424,15 @@ func TestObserveWaiting(t *testing.T) {
 			pods:      []corev1.Pod{pod(0, corev1.PodRunning, nil), pod(1, corev1.PodPending, unschedulable), pod(2, corev1.PodPending, pullBackOff)},
 			want:      `worker 1: Unschedulable: 0/2 nodes are available: persistentvolumeclaim "ckpt" not found.`,
 			wantState: v1alpha1.PipelineStarting},
+		// kube-scheduler joins its plugins' messages, which can repeat
+		// a reason: the status says it once.
+		"kube-scheduler's repeated reason is said once": {
+			pods: []corev1.Pod{pod(0, corev1.PodPending, func(p *corev1.Pod) {
+				unschedulable(p)
+				p.Status.Conditions[0].Message = `0/2 nodes are available: persistentvolumeclaim "ckpt" not found. not found.`
+			})},
+			want:      `worker 0: Unschedulable: 0/2 nodes are available: persistentvolumeclaim "ckpt" not found.`,
+			wantState: v1alpha1.PipelineStarting},
 		"a container's waiting reason": {
 			pods:      []corev1.Pod{pod(0, corev1.PodRunning, nil), pod(1, corev1.PodRunning, nil), pod(2, corev1.PodPending, pullBackOff)},
 			want:      `worker 2: container worker: ImagePullBackOff: Back-off pulling image "trainer:v9"`,
@@ -447,6 +457,11 @@ func TestObserveWaiting(t *testing.T) {
 			if got.State != tc.wantState {
 				t.Errorf("state = %s, want %s", got.State, tc.wantState)
 			}
+			// The phase says what its pipeline says: a gang whose pods do
+			// not run yet is Starting, not Running.
+			if ps := got.Phases[0].State; string(ps) != string(tc.wantState) {
+				t.Errorf("phase state = %s, want %s", ps, tc.wantState)
+			}
 			c := meta.FindStatusCondition(got.Conditions, string(v1alpha1.ConditionStarting))
 			if tc.wantState == v1alpha1.PipelineStarting {
 				if c == nil || c.Status != metav1.ConditionTrue || !strings.Contains(c.Message, "train: ") || !strings.Contains(c.Message, tc.want) {
@@ -456,6 +471,29 @@ func TestObserveWaiting(t *testing.T) {
 				t.Errorf("Starting is still True: %+v", c)
 			}
 		})
+	}
+}
+
+// dedupeSentences drops a sentence equal to an earlier one or only its
+// end (its last words), and keeps everything else.
+func TestDedupeSentences(t *testing.T) {
+	for msg, want := range map[string]string{
+		``:            ``,
+		`one reason`:  `one reason`,
+		`one reason.`: `one reason.`,
+		`a. b. c.`:    `a. b. c.`,
+		`a. a.`:       `a.`,
+		`a. b. a`:     `a. b`,
+		`0/1 nodes are available: persistentvolumeclaim "x" not found. not found.`: `0/1 nodes are available: persistentvolumeclaim "x" not found.`,
+		// The start of an earlier sentence, or a part of a word, is not
+		// a repeat.
+		`node(s) had taint. node(s) had`:     `node(s) had taint. node(s) had`,
+		`2 Insufficient nvidia.com/gpu. gpu`: `2 Insufficient nvidia.com/gpu. gpu`,
+		`0/2 nodes are available: 2 Insufficient cpu. preemption: 0/2 nodes are available: 2 No preemption victims found for incoming pod.`: `0/2 nodes are available: 2 Insufficient cpu. preemption: 0/2 nodes are available: 2 No preemption victims found for incoming pod.`,
+	} {
+		if got := dedupeSentences(msg); got != want {
+			t.Errorf("dedupeSentences(%q) = %q, want %q", msg, got, want)
+		}
 	}
 }
 

@@ -189,13 +189,16 @@ func applyReserve(c *Change, i int, rv engine.Reservation, now time.Time) {
 // reservation, and each Event is one more API write).
 const NoteworthyWait = time.Minute
 
-// Reserve records a grant in phase status i: the phase runs, worker w on
-// nodes[w]. The simulator's baseline policies, which grant outside the
-// engine's gangs, record their grants with it too.
+// Reserve records a grant in phase status i: the phase's gang is
+// reserved, worker w on nodes[w], and Starting (no pod of it exists yet;
+// Advance makes it Running once its workers run). The simulator's
+// baseline policies, which grant outside the engine's gangs, record their
+// grants with it too.
 func Reserve(st *v1alpha1.PhasedTrainingStatus, i int, nodes []string, now time.Time) {
 	stamp := metav1.NewTime(now)
 	ps := &st.Phases[i]
-	ps.State = v1alpha1.PhaseRunning
+	ps.State = v1alpha1.PhaseStarting
+	ps.Workers.Running, ps.Workers.Succeeded, ps.Workers.Failed = 0, 0, 0
 	ps.Assignments = slices.Clone(nodes)
 	setReservation(ps)
 	ps.ReservedTime, ps.StartTime, ps.NotBefore = &stamp, nil, nil

@@ -121,13 +121,15 @@ func TestApplyPlan(t *testing.T) {
 		plan engine.Plan
 		want map[string]wantChange
 	}{
-		"a Reserve runs the phase on its nodes, by worker index": {
+		// No pod of the new gang exists yet: the phase is Starting, as its
+		// pipeline is, not Running.
+		"a Reserve reserves the phase's nodes, by worker index; the phase is Starting": {
 			pts: []*v1alpha1.PhasedTraining{wrappers.MakePT("job").Phase("train", 2).Status(waitingTrain()).Obj()},
 			plan: engine.Plan{Reserves: []engine.Reservation{{Gang: gang("job", "train"),
 				Workers: []engine.WorkerPlacement{{Index: 1, Node: "n2"}, {Index: 0, Node: "n1"}}}}},
 			want: map[string]wantChange{"ns/job": {
 				Phases: []v1alpha1.PhaseStatus{{
-					Name: "train", State: v1alpha1.PhaseRunning,
+					Name: "train", State: v1alpha1.PhaseStarting,
 					Assignments: []string{"n1", "n2"}, Reservation: map[string]int32{"n1": 1, "n2": 1},
 					Workers:    v1alpha1.WorkerCounts{Min: 2, Desired: 2, Granted: 2},
 					QueuedTime: queuedAt, ReservedTime: &stamp,
@@ -357,7 +359,7 @@ func TestApplyPlan(t *testing.T) {
 			},
 			want: map[string]wantChange{
 				"ns/a": {
-					Phases: []v1alpha1.PhaseStatus{{Name: "train", State: v1alpha1.PhaseRunning, Assignments: []string{"n1", "n1"},
+					Phases: []v1alpha1.PhaseStatus{{Name: "train", State: v1alpha1.PhaseStarting, Assignments: []string{"n1", "n1"},
 						Reservation: map[string]int32{"n1": 2}, Workers: v1alpha1.WorkerCounts{Min: 2, Desired: 2, Granted: 2}, ReservedTime: &stamp,
 						History: []v1alpha1.PhaseEvent{{Time: stamp, Type: v1alpha1.PhaseEventReserved, Workers: 2}}}},
 					Conditions: append(startingConds("starting: train: 0 of 2 workers running (it runs at 2)"),

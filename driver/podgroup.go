@@ -75,7 +75,7 @@ func SyncPodGroups(pt *v1alpha1.PhasedTraining, groups []schedulingv1beta1.PodGr
 	wanted := map[string]*schedulingv1beta1.PodGroup{}
 	for i := range pt.Status.Phases {
 		ps := &pt.Status.Phases[i]
-		if ps.State == v1alpha1.PhaseRunning && len(ps.Assignments) > 0 {
+		if ps.State.Reserved() && len(ps.Assignments) > 0 {
 			g := BuildPodGroup(pt, ps)
 			wanted[g.Name] = g
 		}

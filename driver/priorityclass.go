@@ -2,6 +2,7 @@ package driver
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/phasegang/phasegang/apis/v1alpha1"
 )
@@ -24,9 +25,22 @@ func MissingClass(spec *v1alpha1.PhasedTrainingSpec, classes Priorities) string 
 	return spec.PriorityClassName
 }
 
+// waitingForClassPrefix starts what a queued phase waiting for a missing
+// PriorityClass says.
+const waitingForClassPrefix = "waits for PriorityClass "
+
 // WaitingForClass is what a queued phase of such a pipeline waits for.
 func WaitingForClass(name string) string {
-	return fmt.Sprintf("waits for PriorityClass %q, which does not exist (create it, or set spec.priority)", name)
+	return fmt.Sprintf(waitingForClassPrefix+"%q, which does not exist (create it, or set spec.priority)", name)
+}
+
+// waitsForClass reports whether a queued phase waits for a missing
+// PriorityClass rather than for capacity: the Queued condition's reason
+// is then WaitingForPriorityClass. It reads the phase's waitingFor, which
+// applyNoClass wrote, so the status alone says it (Advance, which knows
+// no PriorityClass, keeps the reason).
+func waitsForClass(ps *v1alpha1.PhaseStatus) bool {
+	return ps.State == v1alpha1.PhaseQueued && strings.HasPrefix(ps.WaitingFor, waitingForClassPrefix)
 }
 
 // applyNoClass says, on every queued phase of the pipelines Demand.Add

@@ -48,8 +48,8 @@ func TestApplyPlanMissingClass(t *testing.T) {
 		t.Errorf("waitingFor = %q, want %q", got, want)
 	}
 	cond := findCondition(c.Status, v1alpha1.ConditionQueued)
-	if cond == nil || cond.Status != "True" || !strings.Contains(cond.Message, `PriorityClass "research"`) {
-		t.Errorf("Queued condition = %+v, want True naming the class", cond)
+	if cond == nil || cond.Status != "True" || cond.Reason != v1alpha1.ReasonWaitingForPriorityClass || !strings.Contains(cond.Message, `PriorityClass "research"`) {
+		t.Errorf("Queued condition = %+v, want True, %s, naming the class", cond, v1alpha1.ReasonWaitingForPriorityClass)
 	}
 	if c.Status.State != v1alpha1.PipelineQueued {
 		t.Errorf("state = %s, want Queued", c.Status.State)
@@ -58,8 +58,14 @@ func TestApplyPlanMissingClass(t *testing.T) {
 		t.Errorf("events = %+v, want one %s naming the class", c.Events, ReasonPriorityClassNotFound)
 	}
 
-	// The next cycle, from the written status, changes nothing.
+	// A step of the pipeline (Advance, which knows no PriorityClass)
+	// keeps saying what it waits for.
 	pt.Status = *c.Status
+	if cond := findCondition(Advance(compile(t, pt), pt, nil, now).Status, v1alpha1.ConditionQueued); cond == nil || cond.Reason != v1alpha1.ReasonWaitingForPriorityClass {
+		t.Errorf("after Advance, Queued condition = %+v, want reason %s", cond, v1alpha1.ReasonWaitingForPriorityClass)
+	}
+
+	// The next cycle, from the written status, changes nothing.
 	d = &Demand{}
 	d.Add(pt, Priorities{"other": 1})
 	changes = Changes{}

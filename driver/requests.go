@@ -140,7 +140,7 @@ func (d *Demand) Add(pt *v1alpha1.PhasedTraining, classes Priorities) {
 			continue // an older attempt, or a phase the spec lost
 		}
 		switch {
-		case ps.State == v1alpha1.PhaseRunning && len(ps.Assignments) > 0:
+		case ps.State.Reserved() && len(ps.Assignments) > 0:
 			r := Request(pt, phase, ps, classes)
 			d.Ledger = append(d.Ledger, engine.Grant{Request: r, Workers: ps.Assignments})
 			d.Gangs[r.Gang] = Gang{Pipeline: pt, Phase: phase, Index: i}

@@ -15,7 +15,7 @@ func setWorkersSummary(pt *v1alpha1.PhasedTraining, st *v1alpha1.PhasedTrainingS
 	active := false
 	for i := range st.Phases {
 		ps := &st.Phases[i]
-		if ps.State != v1alpha1.PhaseQueued && ps.State != v1alpha1.PhaseRunning {
+		if ps.State != v1alpha1.PhaseQueued && !ps.State.Reserved() {
 			continue
 		}
 		if st.Phase(ps.Name, ps.Iteration) != ps {

@@ -92,7 +92,7 @@ func wantedWorkers(pt *v1alpha1.PhasedTraining) (map[string]Worker, map[phases.I
 	for i := range pt.Status.Phases {
 		ps := &pt.Status.Phases[i]
 		latest[phases.Instance{Name: ps.Name, Iteration: ps.Iteration, Attempt: ps.Attempt}] = ps
-		if ps.State != v1alpha1.PhaseRunning || len(ps.Assignments) == 0 {
+		if !ps.State.Reserved() || len(ps.Assignments) == 0 {
 			continue
 		}
 		phase := SpecPhase(pt, ps.Name)

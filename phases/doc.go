@@ -37,7 +37,7 @@
 // when and until see:
 //
 //	iteration                      int: the current iteration (0 without a loop)
-//	phases.<name>.state            "Pending", "Queued", "Running", "Succeeded", "Failed" or "Skipped"
+//	phases.<name>.state            "Pending", "Queued", "Starting", "Running", "Succeeded", "Failed" or "Skipped"
 //	phases.<name>.workers          int: granted workers
 //	phases.<name>.succeeded        int (also failed, running)
 //	phases.<name>.attempt          int: 0 for the first attempt

@@ -284,7 +284,7 @@ func (p *Pipeline) round(s *v1alpha1.PhasedTrainingStatus, obs Observations, now
 	for i := range s.Phases {
 		e := &s.Phases[i]
 		c := p.byName[e.Name]
-		if c == nil || e.State != v1alpha1.PhaseRunning || latest(s, e.Name, e.Iteration) != e {
+		if c == nil || !e.State.Reserved() || latest(s, e.Name, e.Iteration) != e {
 			continue
 		}
 		in := Instance{e.Name, e.Iteration, e.Attempt}
@@ -546,7 +546,7 @@ func (p *Pipeline) active(s *v1alpha1.PhasedTrainingStatus) string {
 	seen := map[string]bool{}
 	for i := range s.Phases {
 		e := &s.Phases[i]
-		if (e.State == v1alpha1.PhaseQueued || e.State == v1alpha1.PhaseRunning) && !seen[e.Name] {
+		if (e.State == v1alpha1.PhaseQueued || e.State.Reserved()) && !seen[e.Name] {
 			seen[e.Name] = true
 			names = append(names, e.Name)
 		}
@@ -575,7 +575,7 @@ func (p *Pipeline) wake(s *v1alpha1.PhasedTrainingStatus, now time.Time) time.Ti
 			if e.NotBefore != nil {
 				consider(e.NotBefore.Time)
 			}
-		case v1alpha1.PhaseRunning:
+		case v1alpha1.PhaseStarting, v1alpha1.PhaseRunning:
 			if c.Timeout > 0 && e.StartTime != nil {
 				consider(e.StartTime.Add(c.Timeout))
 			}

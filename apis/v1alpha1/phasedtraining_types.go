@@ -50,16 +50,22 @@ type PhasedTrainingList struct {
 
 // PhasedTrainingSpec is the desired pipeline.
 //
-// The rules that need the whole phase list live here, on spec; fieldPath
-// points the error at the list the mistake is in (a rule cannot name the
-// index), and messageExpression names the offending phase and entry. The
-// messageExpressions are written for CEL's cost estimator, which test/crd
-// runs: strings taken out of filter() have no known size, so they are only
-// passed to format(), and the dependsOn one finds the first unknown entry
-// and then the phase that holds it (the first phase with an unknown entry),
-// one pass over phases × dependsOn × phases each (its empty strings are
-// written "" because gofmt rewrites two single quotes in a doc comment). If
-// a messageExpression cannot be evaluated, the API server falls back to
+// The rules that need the whole phase list live here, on spec: a rule on a
+// phase cannot see the other phases. fieldPath points the error at the
+// list the mistake is in, since it cannot hold an index (the API server
+// accepts only field names there), so messageExpression starts with the
+// entry's indexed path, as phasegang validate prints it
+// (spec.phases[1].dependsOn[0]), names the unknown phase and lists the
+// phases there are. The messageExpressions are written for CEL's cost
+// estimator, which test/crd runs: strings taken out of filter() have no
+// known size, nor do lists that map() or filter() made, so those are only
+// passed to format(). The dependsOn one finds the first phase with an
+// unknown entry and its index (indexOf on spec.phases itself), then the
+// entry's index among the literal indices 0..31 (dependsOn's maxItems;
+// the iterate.phases one does the same): Kubernetes before 1.34 has no
+// lists.range(), and indexOf on the entries filter() left has no cost
+// bound. If a
+// messageExpression cannot be evaluated, the API server falls back to
 // message.
 //
 // CEL cannot check that the dependsOn graph is acyclic (it has no
@@ -68,8 +74,8 @@ type PhasedTrainingList struct {
 //
 // +kubebuilder:validation:XValidation:rule="has(oldSelf.queueName) == has(self.queueName) && (!has(self.queueName) || self.queueName == oldSelf.queueName)",message="queueName is immutable: a pipeline's grants are charged to its queue",fieldPath=".queueName"
 // +kubebuilder:validation:XValidation:rule="!has(self.priority) || !has(self.priorityClassName)",message="set at most one of priority and priorityClassName",fieldPath=".priorityClassName",reason=FieldValueForbidden
-// +kubebuilder:validation:XValidation:rule="!has(self.iterate) || self.iterate.phases.all(n, self.phases.exists(p, p.name == n))",message="every iterate.phases entry must name a phase of spec.phases",messageExpression=`'unknown phase "%s": every iterate.phases entry must name a phase of spec.phases'.format([self.iterate.phases.filter(n, !self.phases.exists(p, p.name == n))[0]])`,fieldPath=".iterate.phases"
-// +kubebuilder:validation:XValidation:rule="self.phases.all(p, !has(p.dependsOn) || p.dependsOn.all(d, self.phases.exists(q, q.name == d)))",message="every dependsOn entry must name a phase of spec.phases",messageExpression=`[self.phases.map(p, has(p.dependsOn) ? p.dependsOn.map(d, self.phases.exists(q, q.name == d) ? "" : d) : [""]).filter(l, l.exists(m, m != ""))[0].filter(m, m != "")[0]].map(e, 'phase %s dependsOn unknown phase "%s": every dependsOn entry must name a phase of spec.phases'.format([self.phases.filter(p, has(p.dependsOn) && p.dependsOn.exists(d, d == e))[0].name, e]))[0]`,fieldPath=".phases"
+// +kubebuilder:validation:XValidation:rule="!has(self.iterate) || self.iterate.phases.all(n, self.phases.exists(p, p.name == n))",message="every iterate.phases entry must name a phase of spec.phases",messageExpression=`[[0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31].filter(j, j < size(self.iterate.phases) && !self.phases.exists(p, p.name == self.iterate.phases[j]))[0]].map(j, 'spec.iterate.phases[%d]: unknown phase "%s": every iterate.phases entry must name one of spec.phases %s'.format([j, self.iterate.phases[j], self.phases.map(q, q.name)]))[0]`,fieldPath=".iterate.phases"
+// +kubebuilder:validation:XValidation:rule="self.phases.all(p, !has(p.dependsOn) || p.dependsOn.all(d, self.phases.exists(q, q.name == d)))",message="every dependsOn entry must name a phase of spec.phases",messageExpression=`[self.phases.filter(p, has(p.dependsOn) && p.dependsOn.exists(d, !self.phases.exists(q, q.name == d)))[0]].map(p, [[0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31].filter(j, j < size(p.dependsOn) && !self.phases.exists(q, q.name == p.dependsOn[j]))[0]].map(j, 'spec.phases[%d].dependsOn[%d]: phase %s dependsOn unknown phase "%s": every dependsOn entry must name one of spec.phases %s'.format([self.phases.indexOf(p), j, p.name, p.dependsOn[j], self.phases.map(q, q.name)]))[0])[0]`,fieldPath=".phases"
 type PhasedTrainingSpec struct {
 	// phases are the steps of the pipeline. Each phase runs once (or once per
 	// iteration, if it is part of iterate.phases) after every phase it
@@ -356,7 +362,7 @@ const (
 )
 
 // PhaseState is the state of one phase attempt.
-// +kubebuilder:validation:Enum=Pending;Queued;Running;Succeeded;Failed;Skipped
+// +kubebuilder:validation:Enum=Pending;Queued;Starting;Running;Succeeded;Failed;Skipped
 type PhaseState string
 
 // Phase states.
@@ -365,7 +371,12 @@ const (
 	PhasePending PhaseState = "Pending"
 	// PhaseQueued: the phase's gang waits in the engine's queue.
 	PhaseQueued PhaseState = "Queued"
-	// PhaseRunning: the gang is reserved and its workers are starting or running.
+	// PhaseStarting: the gang is reserved but fewer than its min workers
+	// run yet (their pods are being created, are Pending, pull their
+	// images); a synchronous job would still wait at its rendezvous.
+	PhaseStarting PhaseState = "Starting"
+	// PhaseRunning: the gang is reserved and has started: at least its min
+	// workers run (or every worker ran once).
 	PhaseRunning PhaseState = "Running"
 	// PhaseSucceeded: the phase met its success policy.
 	PhaseSucceeded PhaseState = "Succeeded"
@@ -374,6 +385,12 @@ const (
 	// PhaseSkipped: the phase's when was false.
 	PhaseSkipped PhaseState = "Skipped"
 )
+
+// Reserved reports whether the phase holds a reserved gang: it is
+// Starting or Running.
+func (s PhaseState) Reserved() bool {
+	return s == PhaseStarting || s == PhaseRunning
+}
 
 // Ended reports whether the state is final.
 func (s PhaseState) Ended() bool {
@@ -565,4 +582,9 @@ const (
 	ReasonExpressionError    = "ExpressionError"
 	ReasonGangNeverFits      = "GangNeverFits"
 	ReasonSpecInvalid        = "SpecInvalid"
+
+	// ReasonWaitingForPriorityClass: Queued, and the pipeline names a
+	// PriorityClass the cluster does not have; it is not queued for
+	// capacity until the class exists.
+	ReasonWaitingForPriorityClass = "WaitingForPriorityClass"
 )

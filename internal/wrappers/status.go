@@ -14,7 +14,7 @@ func Running(name string, nodes ...string) v1alpha1.PhaseStatus {
 // Starting is a phase attempt whose gang is reserved on nodes (worker i on
 // nodes[i]) but none of whose workers runs yet.
 func Starting(name string, nodes ...string) v1alpha1.PhaseStatus {
-	return v1alpha1.PhaseStatus{Name: name, State: v1alpha1.PhaseRunning, Assignments: nodes}
+	return v1alpha1.PhaseStatus{Name: name, State: v1alpha1.PhaseStarting, Assignments: nodes}
 }
 
 // Queued is a phase attempt waiting for its gang.

@@ -182,9 +182,11 @@ func TestInvalidObjects(t *testing.T) {
 			wantCRD: []string{"spec.phases: Too many: must have at most 32 items"},
 			wantGo:  []string{"spec.phases: Too many"},
 		},
+		// fieldPath cannot hold an index: the message starts with the
+		// entry's path, as phasegang validate says it.
 		"unknown dependsOn": {
 			mutate:  func(pt *v1alpha1.PhasedTraining) { pt.Spec.Phases[1].DependsOn = []string{"trian"} },
-			wantCRD: []string{`spec.phases: Invalid value: phase validate dependsOn unknown phase "trian": every dependsOn entry must name a phase of spec.phases`},
+			wantCRD: []string{`spec.phases: Invalid value: spec.phases[1].dependsOn[0]: phase validate dependsOn unknown phase "trian": every dependsOn entry must name one of spec.phases ["train", "validate", "test"]`},
 			wantGo:  []string{"spec.phases[1].dependsOn[0]: Invalid value"},
 		},
 		"unknown dependsOn in two phases: the message names the first": {
@@ -192,14 +194,14 @@ func TestInvalidObjects(t *testing.T) {
 				pt.Spec.Phases[1].DependsOn = []string{"train", "trian"}
 				pt.Spec.Phases[2].DependsOn = []string{"zzz"}
 			},
-			wantCRD: []string{`spec.phases: Invalid value: phase validate dependsOn unknown phase "trian": every dependsOn entry must name a phase of spec.phases`},
+			wantCRD: []string{`spec.phases: Invalid value: spec.phases[1].dependsOn[1]: phase validate dependsOn unknown phase "trian": every dependsOn entry must name one of spec.phases ["train", "validate", "test"]`},
 			wantGo:  []string{"spec.phases[1].dependsOn[1]: Invalid value", "spec.phases[2].dependsOn[0]: Invalid value"},
 		},
 		"dependsOn not a phase name": {
 			mutate: func(pt *v1alpha1.PhasedTraining) { pt.Spec.Phases[1].DependsOn = []string{"Train"} },
 			wantCRD: []string{
 				"spec.phases[1].dependsOn[0]: Invalid value: spec.phases[1].dependsOn[0] in body should match '^[a-z]([-a-z0-9]*[a-z0-9])?$'",
-				`spec.phases: Invalid value: phase validate dependsOn unknown phase "Train": every dependsOn entry must name a phase of spec.phases`,
+				`spec.phases: Invalid value: spec.phases[1].dependsOn[0]: phase validate dependsOn unknown phase "Train": every dependsOn entry must name one of spec.phases ["train", "validate", "test"]`,
 			},
 			wantGo: []string{"spec.phases[1].dependsOn[0]: Invalid value"},
 		},
@@ -223,7 +225,7 @@ func TestInvalidObjects(t *testing.T) {
 		},
 		"iterate names unknown phase": {
 			mutate:  func(pt *v1alpha1.PhasedTraining) { pt.Spec.Iterate.Phases = []string{"train", "valdate"} },
-			wantCRD: []string{`spec.iterate.phases: Invalid value: unknown phase "valdate": every iterate.phases entry must name a phase of spec.phases`},
+			wantCRD: []string{`spec.iterate.phases: Invalid value: spec.iterate.phases[1]: unknown phase "valdate": every iterate.phases entry must name one of spec.phases ["train", "validate", "test"]`},
 			wantGo:  []string{"spec.iterate.phases[1]: Invalid value"},
 		},
 		"iterate maxIterations zero": {

@@ -115,6 +115,9 @@ func TestMissingPriorityClass(t *testing.T) {
 		got := get(t, pt)
 		for _, c := range got.Status.Conditions {
 			if c.Type == string(v1alpha1.ConditionQueued) && c.Status == metav1.ConditionTrue && strings.Contains(c.Message, wantMsg) {
+				if c.Reason != v1alpha1.ReasonWaitingForPriorityClass {
+					return false, fmt.Errorf("Queued reason %s, want %s", c.Reason, v1alpha1.ReasonWaitingForPriorityClass)
+				}
 				return true, nil
 			}
 		}
@@ -128,6 +131,10 @@ func TestMissingPriorityClass(t *testing.T) {
 		t.Fatalf("kubectl get pt: %v\n%s", err, out)
 	}
 	t.Logf("kubectl get pt -n %s noclass:\n%s", ns, out)
+	// -o wide's Reason says what it waits for.
+	if wide, err := exec.Command("kubectl", "get", "pt", "-n", ns, "noclass", "-o", "wide").CombinedOutput(); err != nil || !strings.Contains(string(wide), v1alpha1.ReasonWaitingForPriorityClass) {
+		t.Errorf("kubectl get pt -o wide: want Reason %s, got (err %v):\n%s", v1alpha1.ReasonWaitingForPriorityClass, err, wide)
+	}
 	// (ITERATION is blank at 0: status.iteration is omitted then.)
 	if f := strings.Fields(string(out)); len(f) != 11 || strings.Join(f[:6], " ") != "NAME STATE PHASE WORKERS ITERATION AGE" ||
 		strings.Join(f[6:10], " ") != "noclass Queued train 0/1" {

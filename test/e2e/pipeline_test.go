@@ -69,7 +69,7 @@ func TestTrainValidateTest(t *testing.T) {
 			}
 			var holding []string
 			for _, p := range cur.Status.Phases {
-				if len(p.Assignments) > 0 && p.State == v1alpha1.PhaseRunning {
+				if len(p.Assignments) > 0 && p.State.Reserved() {
 					holding = append(holding, p.Name)
 				}
 			}
@@ -183,7 +183,7 @@ func TestSeedScenario(t *testing.T) {
 				succeeded++
 			}
 			for _, p := range pt.Status.Phases {
-				if p.State == v1alpha1.PhaseRunning && len(p.Assignments) != 8 {
+				if p.State.Reserved() && len(p.Assignments) != 8 {
 					t.Fatalf("%s holds a partial gang: %d of 8 workers reserved", pt.Name, len(p.Assignments))
 				}
 			}
@@ -270,7 +270,7 @@ func TestElastic(t *testing.T) {
 
 	granted := func() int {
 		for _, p := range get(t, elastic).Status.Phases {
-			if p.Name == "train" && p.State == v1alpha1.PhaseRunning {
+			if p.Name == "train" && p.State.Reserved() {
 				return len(p.Assignments)
 			}
 		}

@@ -179,8 +179,8 @@ func sampleWholeGangs(t *testing.T, ns string, gpus int, timeout time.Duration, 
 		}
 		for _, pt := range list.Items {
 			for _, p := range pt.Status.Phases {
-				if p.State == v1alpha1.PhaseRunning && int32(len(p.Assignments)) < p.Workers.Min {
-					t.Fatalf("%s phase %s is Running holding a partial gang: %d workers assigned, min %d", pt.Name, p.Name, len(p.Assignments), p.Workers.Min)
+				if p.State.Reserved() && int32(len(p.Assignments)) < p.Workers.Min {
+					t.Fatalf("%s phase %s is %s holding a partial gang: %d workers assigned, min %d", pt.Name, p.Name, p.State, len(p.Assignments), p.Workers.Min)
 				}
 			}
 		}

@@ -44,11 +44,19 @@ func TestMissingVolumeIsStartingNotRunning(t *testing.T) {
 		if c == nil || c.Status != metav1.ConditionTrue || len(cur.Status.Phases) == 0 {
 			return false, fmt.Errorf("no Starting condition: %s", describe(cur))
 		}
+		// The phase says what its pipeline says: Starting, not Running.
+		if ps := cur.Status.Phases[0].State; ps != v1alpha1.PhaseStarting {
+			return false, fmt.Errorf("phase state %s while the pipeline is Starting: %s", ps, describe(cur))
+		}
 		msg, waiting = c.Message, cur.Status.Phases[0].WaitingFor
 		return strings.Contains(waiting, `persistentvolumeclaim "no-such-claim" not found`), fmt.Errorf("waitingFor %q", waiting)
 	})
 	if !strings.Contains(msg, "train: 0 of 2 workers running") || !strings.Contains(msg, waiting) {
 		t.Errorf("Starting says %q, want the workers running and %q", msg, waiting)
+	}
+	// kube-scheduler's message can repeat its reason; the status says it once.
+	if strings.Contains(msg, "not found. not found") {
+		t.Errorf("Starting repeats kube-scheduler's reason: %q", msg)
 	}
 	t.Logf("Starting: %s", msg)
 	// It never claims to run while its pods are Pending; after one start
@@ -68,6 +76,13 @@ func TestMissingVolumeIsStartingNotRunning(t *testing.T) {
 	}
 	if c := meta.FindStatusCondition(failed.Status.Conditions, string(v1alpha1.ConditionFailed)); c == nil || c.Reason != v1alpha1.ReasonStartFailed {
 		t.Errorf("Failed condition %+v, want reason %s", c, v1alpha1.ReasonStartFailed)
+	}
+	// An ended pipeline does not start: Failed is its one True condition,
+	// so kubectl get -o wide's Reason (the first True one's) is StartFailed.
+	for _, c := range failed.Status.Conditions {
+		if c.Status == metav1.ConditionTrue && c.Type != string(v1alpha1.ConditionFailed) {
+			t.Errorf("condition %s is True beside Failed: %+v", c.Type, c)
+		}
 	}
 	if n := len(pods(t, ns, map[string]string{"phasegang.dev/managed": "true"})); n != 0 {
 		// Pending pods of a failed phase are deleted (kept only once finished).
