@@ -55,6 +55,10 @@ e2e: ## Build and start the local control plane (test/cluster), run the e2e suit
 e2e-real: ## As root: start the local control plane with a real node (containerd + kubelet, test/cluster/realnode.sh), run the TestReal* e2e tests on real processes, stop it, check the host is as before.
 	hack/e2e-real.sh
 
+.PHONY: e2e-torch
+e2e-torch: ## As root: the real-node tier plus a real PyTorch DDP pipeline (builds Debian's python3-torch image with mmdebstrap, ~5 min cold; not in CI).
+	E2E_TORCH=1 E2E_ARGS='-run ^TestReal(PyTorch)$$' hack/e2e-real.sh
+
 .PHONY: policy
 policy: ## Run the policy suite (phasegang simulate --suite): fails where phasegang is >1% worse than the best baseline.
 	$(GO) run ./cmd/phasegang simulate --suite --stats

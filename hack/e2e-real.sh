@@ -6,12 +6,23 @@
 # stops everything, and checks that the host is as it was before: the
 # output of test/cluster/hoststate.sh (sysctls, links, iptables, mounts,
 # cgroups, directories, processes) must not differ. Needs root.
+# E2E_TORCH=1 (make e2e-torch) also builds the PyTorch image
+# (test/cluster/build-torch.sh), loads it and runs TestRealPyTorch.
 # E2E_ARGS adds `go test` flags (e.g. E2E_ARGS='-run TestRealSeedDeadlock').
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 [ "$(id -u)" = 0 ] || { echo "e2e-real: the real node needs root" >&2; exit 1; }
-dir=$(mktemp -d "${TMPDIR:-/tmp}/phasegang-e2e-real.XXXXXX")
+# The cluster is started and stopped by the commands of test/cluster/README.md's
+# real-node block, run verbatim: the block's down.sh line at the end, the
+# others now.
+block=$(awk '/<!-- real-node -->/ {f=1; next} f && /^```sh/ {g=1; next} g && /^```/ {exit} g' test/cluster/README.md)
+up_cmds=$(grep -v 'down\.sh' <<<"$block")
+down_cmd=$(grep 'down\.sh' <<<"$block")
+dir=$(grep -oE -- '--dir [^ ]+' <<<"$down_cmd" | cut -d' ' -f2)
+[ -n "$up_cmds" ] && [ -n "$dir" ] || { echo "e2e-real: no real-node block in test/cluster/README.md" >&2; exit 1; }
+if [ -d "$dir" ]; then bash test/cluster/down.sh --dir "$dir" || true; fi
+mkdir -p "$dir"
 E2E_ARTIFACTS=$(mktemp -d "${TMPDIR:-/tmp}/phasegang-e2e-real-artifacts.XXXXXX")
 export E2E_ARTIFACTS
 before=$E2E_ARTIFACTS/host.before
@@ -19,16 +30,18 @@ after=$E2E_ARTIFACTS/host.after
 # Install and build first: the host's state is recorded after apt-get.
 bash test/cluster/build.sh >/dev/null
 bash test/cluster/realnode.sh prepare --dir "$dir"
+torch=""
+if [ "${E2E_TORCH:-0}" = 1 ]; then torch=$(bash test/cluster/build-torch.sh | tail -n 1); fi
 bash test/cluster/hoststate.sh | sort >"$before"
 
 cleanup() {
 	code=$?
 	if [ "$code" -ne 0 ]; then
-		echo "e2e-real failed; cluster and node logs: $dir/logs, controller logs: $E2E_ARTIFACTS" >&2
-		bash test/cluster/down.sh --dir "$dir" --keep-logs || true
-	else
-		bash test/cluster/down.sh --dir "$dir" || true
+		cp -r "$dir/logs" "$E2E_ARTIFACTS/cluster-logs" 2>/dev/null || true
+		echo "e2e-real failed; cluster and node logs: $E2E_ARTIFACTS/cluster-logs" >&2
 	fi
+	echo "+ $down_cmd" >&2
+	eval "$down_cmd" || code=1
 	bash test/cluster/hoststate.sh | sort >"$after"
 	if ! diff -u "$before" "$after" >"$E2E_ARTIFACTS/host.diff"; then
 		echo "e2e-real: down.sh left the host changed (- before, + after):" >&2
@@ -41,7 +54,10 @@ cleanup() {
 	exit "$code"
 }
 trap cleanup EXIT
-bash test/cluster/up.sh --nodes 0 --real-nodes 1 --gpus 4 --dir "$dir"
-# shellcheck disable=SC1091
-source "$dir/env"
+echo "+ $up_cmds" >&2
+eval "$up_cmds"
+if [ -n "$torch" ]; then
+	bash test/cluster/realnode.sh load --dir "$dir" "$torch"
+	export PHASEGANG_TORCH_IMAGE=phasegang.test/torch:dev
+fi
 go test -tags e2e -count=1 -timeout 20m -v -run '^TestReal' ${E2E_ARGS:-} ./test/e2e/...

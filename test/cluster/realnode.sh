@@ -6,6 +6,7 @@
 # Usage: test/cluster/realnode.sh up      --dir DIR [--gpus G]
 #        test/cluster/realnode.sh down    --dir DIR
 #        test/cluster/realnode.sh prepare --dir DIR   (install and build only)
+#        test/cluster/realnode.sh load    --dir DIR IMAGE.tar...   (import more images)
 #   up     needs root and the control plane of `up.sh --dir DIR` (up.sh
 #          --real-nodes 1 calls it); installs containerd, runc,
 #          containernetworking-plugins, iptables and conntrack with apt-get
@@ -40,6 +41,7 @@ HOST_DIRS=(/var/log/containers /var/log/pods /var/lib/cni /run/netns /run/contai
 cmd=${1:-}; shift || true
 dir=""
 gpus=4
+extra=()
 die() { echo "realnode.sh: error: $*" >&2; exit 1; }
 while (($#)); do
   case "$1" in
@@ -48,6 +50,7 @@ while (($#)); do
     --gpus) gpus=${2:?--gpus needs a value}; shift 2 ;;
     --gpus=*) gpus=${1#*=}; shift ;;
     -h|--help) awk 'NR>1 && /^#/ {sub(/^# ?/, ""); print; next} NR>1 {exit}' "${BASH_SOURCE[0]}"; exit 0 ;;
+    *.tar) extra+=("$1"); shift ;;
     *) die "unknown argument '$1'" ;;
   esac
 done
@@ -109,6 +112,7 @@ ensure_packages() {
   [[ -x /usr/lib/cni/bridge && -x /usr/lib/cni/host-local ]] || missing+=(containernetworking-plugins)
   command -v iptables >/dev/null || missing+=(iptables)
   command -v conntrack >/dev/null || missing+=(conntrack)
+  command -v nft >/dev/null || missing+=(nftables)
   command -v ip >/dev/null || missing+=(iproute2)
   ((${#missing[@]} == 0)) && return 0
   command -v apt-get >/dev/null || die "missing ${missing[*]} and no apt-get to install them"
@@ -121,6 +125,7 @@ record_host() {
   local s d
   for s in "${SYSCTLS[@]}"; do echo "$s=$(sysctl -n "$s")"; done >"$n/sysctl.before"
   for d in "${HOST_DIRS[@]}"; do [[ -e "$d" ]] && echo "$d"; done >"$n/dirs.before" || true
+  nft list tables >"$n/nft.before" 2>/dev/null || true
 }
 
 make_bridge() {
@@ -358,6 +363,14 @@ remove_iptables() {
       while read -r chain; do "$save" -t "$t" -X "$chain" 2>/dev/null || true; done < <("$save" -t "$t" -S | awk '$1=="-N" && $2 ~ /^KUBE-/ {print $2}')
     done
   done
+  # iptables (nf_tables backend) created the tables themselves, which
+  # outlive their last chain: delete those that were not there before.
+  if command -v nft >/dev/null && [[ -f "$n/nft.before" ]]; then
+    local table
+    while read -r table; do
+      grep -qxF "$table" "$n/nft.before" || nft delete ${table#table } 2>/dev/null || true
+    done < <(nft list tables 2>/dev/null)
+  fi
 }
 
 restore_sysctls() {
@@ -406,9 +419,19 @@ prepare() {
   "$here/build-node.sh" >/dev/null || die "build-node.sh failed"
 }
 
+# load imports more image tarballs into the running node's containerd.
+load() {
+  local img
+  for img in "${extra[@]}"; do
+    say "importing $img"
+    ctr_ images import "$img" >>"$logs/ctr-import.log" 2>&1 || { tail -n 10 "$logs/ctr-import.log" >&2; die "ctr images import $img failed"; }
+  done
+}
+
 case "$cmd" in
   prepare) prepare ;;
+  load) load ;;
   up) up ;;
   down) down ;;
-  *) die "usage: realnode.sh up|down|prepare --dir DIR [--gpus G]" ;;
+  *) die "usage: realnode.sh up|down|prepare|load --dir DIR [--gpus G] [IMAGE.tar...]" ;;
 esac
