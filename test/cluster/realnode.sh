@@ -300,12 +300,14 @@ drain_pods() {
   kubectl get --raw /readyz >/dev/null 2>&1 || return 0
   kubectl delete pods --all-namespaces --field-selector "spec.nodeName=$NODE_NAME" \
     --grace-period=0 --force --wait=false >/dev/null 2>&1 || true
+  # Exited containers stay until the kubelet's container GC: wait only for
+  # the running tasks (sandboxes included) to stop.
   local deadline=$(( $(date +%s) + 30 ))
   while (( $(date +%s) < deadline )); do
-    [[ -z $(ctr_ containers list -q 2>/dev/null) ]] && return 0
+    [[ -z $(ctr_ tasks list 2>/dev/null | awk 'NR > 1 && $3 == "RUNNING"') ]] && return 0
     sleep 0.5
   done
-  echo "realnode.sh: containers still present after 30 s; removing them by force" >&2
+  echo "realnode.sh: tasks still running 30 s after their pods were deleted; killing them" >&2
 }
 
 # remove_containers kills what the kubelet did not stop: the shims outlive
@@ -324,7 +326,7 @@ remove_containers() {
 kill_strays() {
   local p c
   for p in /proc/[0-9]*; do
-    c=$(tr '\0' ' ' <"$p/cmdline" 2>/dev/null) || continue
+    c=$( (tr '\0' ' ' <"$p/cmdline") 2>/dev/null) || continue
     [[ "$c" == *"$n/"* ]] && kill -KILL "${p#/proc/}" 2>/dev/null || true
   done
 }
@@ -368,7 +370,7 @@ remove_iptables() {
   if command -v nft >/dev/null && [[ -f "$n/nft.before" ]]; then
     local table
     while read -r table; do
-      grep -qxF "$table" "$n/nft.before" || nft delete ${table#table } 2>/dev/null || true
+      grep -qxF "$table" "$n/nft.before" || nft delete $table 2>/dev/null || true
     done < <(nft list tables 2>/dev/null)
   fi
 }

@@ -120,10 +120,20 @@ func TestRealSeedDeadlock(t *testing.T) {
 		done := waitState(t, pt, v1alpha1.PipelineSucceeded, 3*time.Minute)
 		var s span
 		s.name = pt.Name
+		// Every worker's peers were scheduled with it: each rendezvous
+		// completes within seconds of its process starting.
+		var slowest time.Duration
 		for name, log := range gangLogs(t, ns, ptLabels(pt.Name, "train")) {
-			if !strings.Contains(log, "rendezvous: complete") || !strings.Contains(log, "allreduce round 5/5: sum=10") {
+			m := regexp.MustCompile(`rendezvous: complete after (\S+)`).FindStringSubmatch(log)
+			if m == nil || !strings.Contains(log, "allreduce round 5/5: sum=10") {
 				t.Errorf("%s: no complete rendezvous and 5 all-reduce rounds of 4 ranks:\n%s", name, log)
+				continue
 			}
+			d, _ := time.ParseDuration(m[1])
+			slowest = max(slowest, d)
+		}
+		if slowest > 10*time.Second {
+			t.Errorf("%s: a worker waited %v for its peers", pt.Name, slowest)
 		}
 		for _, p := range pods(t, ns, ptLabels(pt.Name, "train")) {
 			from, to, ok := runningInterval(p)
@@ -138,8 +148,8 @@ func TestRealSeedDeadlock(t *testing.T) {
 			}
 		}
 		spans = append(spans, s)
-		t.Logf("PhasedTraining %s Succeeded: its gang ran %s..%s (%.0f s after submission)", pt.Name,
-			s.from.Format("15:04:05"), s.to.Format("15:04:05"), done.Status.Phases[0].EndTime.Sub(start).Seconds())
+		t.Logf("PhasedTraining %s Succeeded: its gang ran %s..%s (%.0f s after submission), slowest rendezvous %v", pt.Name,
+			s.from.Format("15:04:05"), s.to.Format("15:04:05"), done.Status.Phases[0].EndTime.Sub(start).Seconds(), slowest)
 	}
 	// One gang at a time: no two gangs' running intervals overlap.
 	for i := range spans {
