@@ -7,6 +7,7 @@
 #                                     release and most packages already compiled
 #   <cache>/node-<hash>/bin/coredns   CoreDNS from test/coredns (only the plugins
 #                                     a host-only cluster needs)
+#   <cache>/node-<hash>/bin/deviceplugin  the fake GPU device plugin (test/deviceplugin)
 #   <cache>/images-<hash>/*.tar       the test images, built without Docker by
 #                                     hack/image -test: pause (the sandbox),
 #                                     trainer (test/realnode/trainer)
@@ -22,6 +23,7 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 repo=$(cd "$here/../.." && pwd)
 tools=$repo/test/tools
 coredns=$repo/test/coredns
+deviceplugin=$repo/test/deviceplugin
 # Bump when the recipes below change.
 RECIPE=1
 
@@ -34,14 +36,15 @@ goenv=$(go env GOVERSION GOOS GOARCH CGO_ENABLED)
 kube_version=$(awk '$1=="k8s.io/kubernetes"{print $2; exit}' "$tools/go.mod")
 [[ "$kube_version" =~ ^v1\.([0-9]+)\.[0-9]+$ ]] || { echo "build-node.sh: cannot read k8s.io/kubernetes version from $tools/go.mod" >&2; exit 1; }
 kube_minor=${BASH_REMATCH[1]}
-hash=$( { cat "$tools/go.mod" "$tools/go.sum" "$coredns/go.mod" "$coredns/go.sum" "$coredns/main.go"
+hash=$( { cat "$tools/go.mod" "$tools/go.sum" "$coredns/go.mod" "$coredns/go.sum" "$coredns/main.go" "$deviceplugin"/go.* "$deviceplugin"/*.go
           echo "$goenv"; echo "recipe=$RECIPE"; } | sha256sum | cut -c1-16)
 base=$cache_root/node-$hash
 mkdir -p "$base"
-if [[ ! -x "$base/bin/kubelet" || ! -x "$base/bin/coredns" ]]; then
+have_bins() { [[ -x "$base/bin/kubelet" && -x "$base/bin/coredns" && -x "$base/bin/deviceplugin" ]]; }
+if ! have_bins; then
   exec 9>"$base/.lock"
   flock 9
-  if [[ ! -x "$base/bin/kubelet" || ! -x "$base/bin/coredns" ]]; then
+  if ! have_bins; then
     log=$base/build.log
     tmp=$base/bin.tmp.$$
     rm -rf "$tmp"; mkdir -p "$tmp"
@@ -52,10 +55,11 @@ if [[ ! -x "$base/bin/kubelet" || ! -x "$base/bin/coredns" ]]; then
     for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
       X+=" -X $pkg.gitVersion=$kube_version -X $pkg.gitMajor=1 -X $pkg.gitMinor=$kube_minor -X $pkg.gitTreeState=clean"
     done
-    echo "build-node.sh: building kubelet ($kube_version) and coredns into $base/bin (cold: ~10 min on 2 cores; log: $log)" >&2
+    echo "build-node.sh: building kubelet ($kube_version), coredns and deviceplugin into $base/bin (cold: ~10 min on 2 cores; log: $log)" >&2
     start=$(date +%s)
     if ! { (cd "$tools" && go build -mod=readonly -ldflags "${X# }" -o "$tmp/" k8s.io/kubernetes/cmd/kubelet) &&
-           (cd "$coredns" && go build -mod=readonly -o "$tmp/coredns" .); } >"$log" 2>&1; then
+           (cd "$coredns" && go build -mod=readonly -o "$tmp/coredns" .) &&
+           (cd "$deviceplugin" && go build -mod=readonly -o "$tmp/deviceplugin" .); } >"$log" 2>&1; then
       echo "build-node.sh: go build failed; last lines of $log:" >&2
       tail -n 30 "$log" >&2
       exit 1

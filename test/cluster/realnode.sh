@@ -13,7 +13,9 @@
 #          when missing; loads the test images (phasegang.test/trainer:dev,
 #          phasegang.test/pause:dev) into containerd; creates Node `localhost`
 #          labelled phasegang.dev/real-node=true with G nvidia.com/gpu
-#          (default 4).
+#          (default 4) from a fake device plugin (test/deviceplugin), so the
+#          kubelet hands each container distinct GPU IDs
+#          (NVIDIA_VISIBLE_DEVICES).
 #   down   stops everything up started and undoes what the kubelet and the
 #          runtime changed on the host (sysctls, iptables chains, mounts,
 #          cgroups, the bridge, directories outside DIR); down.sh calls it.
@@ -279,10 +281,12 @@ up() {
     --root-dir "$n/kubelet" --hostname-override "$NODE_NAME" --node-ip "$NODE_IP" \
     --node-labels phasegang.dev/real-node=true --v 2
   wait_for kubelet 90 "node $NODE_NAME Ready" node_ready
-  # Fake GPUs: the kubelet keeps an extended resource no device plugin
-  # owns and copies it to allocatable.
-  kubectl patch node "$NODE_NAME" --subresource status --type json \
-    -p "[{\"op\": \"add\", \"path\": \"/status/capacity/nvidia.com~1gpu\", \"value\": \"$gpus\"}]" >/dev/null
+  # Fake GPUs through the kubelet's device-plugin API: the kubelet counts
+  # them and gives each container distinct device IDs.
+  say "starting the fake GPU device plugin ($gpus devices)"
+  # The kubelet serves that API in /var/lib/kubelet/device-plugins whatever
+  # its --root-dir (down removes /var/lib/kubelet if it was not there).
+  start deviceplugin "$nodebin/deviceplugin" -count "$gpus"
   wait_for kubelet 30 "$gpus nvidia.com/gpu allocatable" node_has_gpus
   {
     echo "export PHASEGANG_REAL_NODE=$NODE_NAME"
@@ -395,6 +399,7 @@ down() {
   [[ -d "$n" ]] || return 0
   [[ -s "$dir/env" ]] && { set +u; source "$dir/env"; set -u; } || true
   if alive containerd && alive kubelet && [[ -n "${PHASEGANG_K8S_BIN:-}" ]]; then drain_pods; fi
+  stop deviceplugin
   stop kubelet
   stop coredns
   if alive containerd; then remove_containers; fi

@@ -364,3 +364,66 @@ func lastLine(s string) string {
 	s = strings.TrimRight(s, "\n")
 	return s[strings.LastIndex(s, "\n")+1:]
 }
+
+// GPUs are the kubelet's to hand out: the fake device plugin advertises the
+// node's 4 and the kubelet gives each container its own (as
+// NVIDIA_VISIBLE_DEVICES). Two gangs running side by side, one worker of 2
+// GPUs and two of 1, get 4 distinct devices.
+func TestRealGPUsAreDistinct(t *testing.T) {
+	realNode(t)
+	ns := namespace(t)
+	long := map[string]string{"TRAINER_ROUNDS": "10", "TRAINER_ROUND_SECONDS": "0.5"}
+	two := makePT(ns, "two").phase("train", 1, 1, trainer(2, realDir(t, ns, "two"), long)).create(t)
+	ones := makePT(ns, "ones").phase("train", 2, 2, trainer(1, realDir(t, ns, "ones"), long)).create(t)
+	waitState(t, two, v1alpha1.PipelineSucceeded, 2*time.Minute)
+	waitState(t, ones, v1alpha1.PipelineSucceeded, 2*time.Minute)
+
+	re := regexp.MustCompile(`gpus (\S*)`)
+	owner := map[string]string{}
+	var from, to []time.Time
+	for _, name := range []string{"two", "ones"} {
+		for _, p := range pods(t, ns, ptLabels(name, "train")) {
+			m := re.FindStringSubmatch(podLog(t, ns, p.Name))
+			if m == nil || m[1] == "" {
+				t.Fatalf("%s was given no GPU", p.Name)
+			}
+			ids := strings.Split(m[1], ",")
+			if want := int(p.Spec.Containers[0].Resources.Limits.Name("nvidia.com/gpu", "").Value()); len(ids) != want {
+				t.Errorf("%s got GPUs %v, want %d", p.Name, ids, want)
+			}
+			for _, id := range ids {
+				if o, ok := owner[id]; ok {
+					t.Errorf("GPU %s given to both %s and %s", id, o, p.Name)
+				}
+				owner[id] = p.Name
+			}
+			f, e, _ := runningInterval(p)
+			from, to = append(from, f), append(to, e)
+		}
+	}
+	// They did run at the same time (else reuse would be right).
+	if latestStart, earliestEnd := maxTime(from), minTime(to); !latestStart.Before(earliestEnd) {
+		t.Fatalf("the workers did not overlap (last start %v, first end %v)", latestStart, earliestEnd)
+	}
+	t.Logf("GPUs by worker: %v", owner)
+}
+
+func maxTime(ts []time.Time) time.Time {
+	m := ts[0]
+	for _, t := range ts {
+		if t.After(m) {
+			m = t
+		}
+	}
+	return m
+}
+
+func minTime(ts []time.Time) time.Time {
+	m := ts[0]
+	for _, t := range ts {
+		if t.Before(m) {
+			m = t
+		}
+	}
+	return m
+}

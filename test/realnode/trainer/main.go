@@ -58,12 +58,12 @@ var round atomic.Int64
 func main() {
 	cfg := readConfig()
 	handleSIGTERM(cfg)
-	logf("rank %d/%d, phase %s, attempt %d, master %s:%s", cfg.rank, cfg.world, cfg.phase, cfg.attempt, cfg.masterAddr, cfg.masterPort)
+	logf("rank %d/%d, phase %s, attempt %d, master %s:%s, gpus %s", cfg.rank, cfg.world, cfg.phase, cfg.attempt, cfg.masterAddr, cfg.masterPort, os.Getenv("NVIDIA_VISIBLE_DEVICES"))
 	reportResume(cfg)
 	if cfg.resolvePeers {
 		resolvePeers(cfg.peers)
 	}
-	outputs := map[string]string{}
+	var outputs map[string]string
 	switch cfg.mode {
 	case "validate":
 		outputs = validate(cfg)
