@@ -55,7 +55,7 @@ if ! have_bins; then
     for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
       X+=" -X $pkg.gitVersion=$kube_version -X $pkg.gitMajor=1 -X $pkg.gitMinor=$kube_minor -X $pkg.gitTreeState=clean"
     done
-    echo "build-node.sh: building kubelet ($kube_version), coredns and deviceplugin into $base/bin (cold: ~10 min on 2 cores; log: $log)" >&2
+    echo "build-node.sh: building kubelet ($kube_version), coredns and deviceplugin into $base/bin (4 min on 2 cores when build.sh has run; log: $log)" >&2
     start=$(date +%s)
     if ! { (cd "$tools" && go build -mod=readonly -ldflags "${X# }" -o "$tmp/" k8s.io/kubernetes/cmd/kubelet) &&
            (cd "$coredns" && go build -mod=readonly -o "$tmp/coredns" .) &&

@@ -9,8 +9,9 @@
 #   <cache>/torch-<hash>/torch.tar
 # where <hash> covers the resolved version of python3-torch (apt-cache
 # policy: Debian's sources are live, so a point release gives a new image),
-# the recipe below and hack/image. Cold: ~4-6 min and ~3.5 GB of disk while
-# building; the tarball is ~470 MB. Needs root (mmdebstrap) and apt.
+# the recipe below and hack/image. Cold: 12 min measured on 2 cores while
+# other builds ran (real-node.md saw 4-5 min on a quieter machine), ~3.5 GB
+# of disk while building; the tarball is 452 MB. Needs root (mmdebstrap).
 #
 # Env: PHASEGANG_K8S_CACHE   cache root (default ${XDG_CACHE_HOME:-$HOME/.cache}/phasegang)
 set -euo pipefail
