@@ -339,3 +339,76 @@ func TestRecheckNamesTheNextTimedDecision(t *testing.T) {
 		t.Fatalf("after the backoff: reserved %q, Recheck %v; want ns/r and none", reserved(plan), plan.Recheck)
 	}
 }
+
+// TestPreemptNotForWhatTheCycleLent is TestPropPreemption's counterexample
+// (-rapid.seed=2401000334176814017): team-b reclaims with LowerPriority
+// past its grace period, and team-a, within its nominal quota, has a
+// gang of team-b's priority waiting to borrow. The walk runs before the
+// preemption, and a gang granted in a cycle is never preempted in it: had
+// the walk lent team-b's quota to a-new, the preemption would have taken
+// it back from a-old, which borrowed nothing, swapping a-old for a-new
+// (team-a's withinQueue policy preempts nothing). Only team-c's elastic
+// surplus, which is borrowed, is to be taken.
+func TestPreemptNotForWhatTheCycleLent(t *testing.T) {
+	nodes := []Node{gpuNode("a", 2), gpuNode("b", 3)}
+	cases := map[string]struct {
+		grace         time.Duration
+		oldPriority   int32 // a-old's; team-b's waiting gang has 1
+		wantReserved  string
+		wantPreempted string
+		wantShrunk    string
+		wantNext      string // reserved by the next cycle
+	}{
+		"past the grace period: a-new does not borrow, team-c's surplus is shrunk": {
+			wantShrunk: "ns/c-elastic-1", wantNext: "ns/b",
+		},
+		"within the grace period: an equal priority borrows (reclaim at phase boundaries)": {
+			grace: time.Hour, wantReserved: "ns/a-new",
+		},
+		"past it, team-a holding nothing the preemption may take: a-new borrows": {
+			oldPriority: 1, wantReserved: "ns/a-new",
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			old := inQueue("team-a", "a-old", 1, 1, 0)
+			old.Priority = tc.oldPriority
+			ledger := []Grant{
+				grantIn(old, "a", 1), // team-a: 1 of its nominal 1
+				grantIn(inQueue("team-c", "c-elastic", 1, 2, 1), "b", 2), // team-c: 2 of 1
+			}
+			s := NewState(Config{StarvationBound: time.Hour}, nodes, ledger)
+			qb := gpuQueue("team-b", "c1", 3)
+			qb.Reclaim, qb.ReclaimGrace = ReclaimLowerPriority, dur(tc.grace)
+			s.SetQueues([]Queue{gpuQueue("team-a", "c1", 1), qb, gpuQueue("team-c", "c1", 1)})
+			b := inQueue("team-b", "b", 3, 3, 10)
+			b.Priority = 1
+			aNew := inQueue("team-a", "a-new", 1, 1, 11)
+			aNew.Priority = 1
+			s.Submit(b)
+			s.Submit(aNew)
+			now := t0.Add(12 * time.Minute)
+			plan := s.Cycle(now)
+			if got := reserved(plan); got != tc.wantReserved {
+				t.Errorf("reserved %q, want %q", got, tc.wantReserved)
+			}
+			if got := preempted(plan); got != tc.wantPreempted {
+				t.Errorf("preempted %q, want %q: %+v", got, tc.wantPreempted, plan.Preemptions)
+			}
+			if got := shrunk(plan); got != tc.wantShrunk {
+				t.Errorf("shrunk %q, want %q", got, tc.wantShrunk)
+			}
+			if tc.wantReserved == "" {
+				w := waitOf(plan, "ns/a-new")
+				if w == nil || w.Queue == nil || w.Queue.ReclaimFor == nil || *w.Queue.ReclaimFor != b.Gang {
+					t.Errorf("a-new's wait: %+v, want it held for team-b's reclaim", w)
+				}
+			}
+			if tc.wantNext != "" {
+				if got := reserved(s.Cycle(now)); got != tc.wantNext {
+					t.Errorf("next cycle reserved %q, want %q", got, tc.wantNext)
+				}
+			}
+		})
+	}
+}

@@ -506,6 +506,13 @@ type reclaims map[string]map[ResourceName][]*reclaimer
 type reclaimer struct {
 	gr *gangReq
 	qs *queueState
+	// lowerHeld is set for a LowerPriority reclaimer past its grace
+	// period (its preemption runs in this cycle, after the walk): the
+	// queues of the cohort holding a grant of lower priority than gr that
+	// charges the reclaimed resource, gangs the preemption may take.
+	// heldForReclaim holds their borrowers back whatever the priority
+	// (see there).
+	lowerHeld map[int]bool
 }
 
 // findReclaims looks for queued gangs that their queue's nominal quota
@@ -548,8 +555,44 @@ func (s *State) findReclaims(now time.Time) reclaims {
 			}
 			n := qs.names[j]
 			if !slices.ContainsFunc(byRes[n], func(r *reclaimer) bool { return r.qs == qs }) {
-				byRes[n] = append(byRes[n], &reclaimer{gr: gr, qs: qs})
+				r := &reclaimer{gr: gr, qs: qs}
+				if qs.q.Reclaim == ReclaimLowerPriority && qs.q.ReclaimGrace != nil && now.Sub(gr.req.Queued) >= *qs.q.ReclaimGrace {
+					r.lowerHeld = s.lowerHeld(gr, qs, n)
+				}
+				byRes[n] = append(byRes[n], r)
 			}
+		}
+	}
+	return out
+}
+
+// lowerHeld returns the queues of lender qs's cohort, other than qs,
+// that hold a grant of lower priority than gr charging resource n: what
+// a LowerPriority preemption for gr may take (cohortBorrower), once the
+// queue borrows.
+func (s *State) lowerHeld(gr *gangReq, qs *queueState, n ResourceName) map[int]bool {
+	var out map[int]bool
+	self := s.queueIdx[qs.q.Name]
+	for key, g := range s.grants {
+		if g.req.Priority >= gr.req.Priority {
+			continue
+		}
+		if _, releasing := s.pendingRelease[key]; releasing {
+			continue
+		}
+		vc := s.queueCharge(&g.gangReq)
+		if vc.q < 0 || vc.q == self || out[vc.q] {
+			continue
+		}
+		vq := s.queues[vc.q]
+		if vq.q.Cohort != qs.q.Cohort {
+			continue
+		}
+		if j, ok := slices.BinarySearch(vq.names, n); ok && vc.amt[j] > 0 {
+			if out == nil {
+				out = map[int]bool{}
+			}
+			out[vc.q] = true
 		}
 	}
 	return out
@@ -560,6 +603,19 @@ func (s *State) findReclaims(now time.Time) reclaims {
 // reclaims a resource gr would take beyond its own nominal quota, and the
 // reclaimer's policy covers gr (Any, or LowerPriority and gr's priority
 // is lower).
+//
+// A LowerPriority reclaimer past its grace period also holds back gangs
+// of its priority or above whose queue holds a gang of lower priority
+// (reclaimer.lowerHeld). The walk runs before the preemption, and a gang
+// granted in a cycle is never preempted in it: quota the walk lent such a
+// gang, the same cycle's preemption would take back from its queue's
+// lower-priority gang instead, one that was within its queue's nominal
+// quota until then. The reclaim would then take back more than the queue
+// had borrowed when the cycle began, swapping one of its gangs for
+// another (a preemption within the queue that its withinQueue policy
+// never made), and preempt a whole gang where what the cohort borrowed
+// before (elastic surplus) might have covered it. Within the grace
+// period nothing is preempted, and equal priorities borrow as before.
 func (s *State) heldForReclaim(gr *gangReq, k int64, rc reclaims) (*reclaimer, int) {
 	if len(rc) == 0 {
 		return nil, 0
@@ -578,7 +634,7 @@ func (s *State) heldForReclaim(gr *gangReq, k int64, rc reclaims) (*reclaimer, i
 			continue
 		}
 		for _, r := range byRes[qs.names[j]] {
-			if r.qs == qs || (r.qs.q.Reclaim == ReclaimLowerPriority && gr.req.Priority >= r.gr.req.Priority) {
+			if r.qs == qs || (r.qs.q.Reclaim == ReclaimLowerPriority && gr.req.Priority >= r.gr.req.Priority && !r.lowerHeld[c.q]) {
 				continue
 			}
 			return r, j
