@@ -60,4 +60,16 @@ if [ -n "$torch" ]; then
 	bash test/cluster/realnode.sh load --dir "$dir" "$torch"
 	export PHASEGANG_TORCH_IMAGE=phasegang.test/torch:dev
 fi
-go test -tags e2e -count=1 -timeout 20m -v -run '^TestReal' ${E2E_ARGS:-} ./test/e2e/...
+go test -tags e2e -count=1 -timeout 20m -v -run '^TestReal' ${E2E_ARGS:-} ./test/e2e/... | tee "$E2E_ARTIFACTS/go-test.log"   # pipefail: go test's status decides
+# The PyTorch pipeline is not in CI: record which worker pod builder it
+# passed on (test/realnode's TestPyTorchRanOnTheCurrentWorkerPodBuilder
+# fails in make test once the builder changes without a new run).
+if [ -n "$torch" ] && grep -q -- '--- PASS: TestRealPyTorch' "$E2E_ARTIFACTS/go-test.log"; then
+	{
+		echo "# Written by make e2e-torch (hack/e2e-real.sh) when TestRealPyTorch passed; commit it."
+		echo "date $(date -u +%FT%TZ)"
+		echo "driver/workers_pod.go sha256 $(sha256sum driver/workers_pod.go | cut -d' ' -f1)"
+		grep -E 'real_torch_test.go:[0-9]+: (ddp Succeeded|train:|validate:|test:)' "$E2E_ARTIFACTS/go-test.log" | sed -E 's/^ +real_torch_test.go:[0-9]+: //'
+	} >test/realnode/torch/last-run.txt
+	echo "e2e-real: recorded the run in test/realnode/torch/last-run.txt" >&2
+fi
