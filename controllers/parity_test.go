@@ -22,9 +22,9 @@ import (
 	"github.com/phasegang/phasegang/apis/v1alpha1"
 	"github.com/phasegang/phasegang/driver"
 	"github.com/phasegang/phasegang/engine"
-	"github.com/phasegang/phasegang/engine/sim"
 	"github.com/phasegang/phasegang/internal/wrappers"
 	"github.com/phasegang/phasegang/phases"
+	"github.com/phasegang/phasegang/sim"
 )
 
 // The parity test: the simulator claims to measure what the controller

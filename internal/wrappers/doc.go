@@ -6,6 +6,6 @@
 //		Status(wrappers.Running("train", "n1", "n2")).Obj()
 //
 // Every builder is plain data: no client, no clock. Test files of phases,
-// engine, driver, engine/sim and controllers use it instead of keeping
+// engine, driver, sim and controllers use it instead of keeping
 // builders of their own.
 package wrappers

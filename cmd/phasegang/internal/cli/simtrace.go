@@ -16,7 +16,7 @@ import (
 
 	"github.com/phasegang/phasegang/apis/v1alpha1"
 	"github.com/phasegang/phasegang/controllers"
-	"github.com/phasegang/phasegang/engine/sim"
+	"github.com/phasegang/phasegang/sim"
 )
 
 // simNamespace is the namespace simulated pipelines' spans name.

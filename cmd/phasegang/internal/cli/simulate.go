@@ -15,8 +15,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/phasegang/phasegang/engine"
-	"github.com/phasegang/phasegang/engine/sim"
 	"github.com/phasegang/phasegang/examples"
+	"github.com/phasegang/phasegang/sim"
+	"github.com/phasegang/phasegang/sim/report"
 )
 
 type simulateFlags struct {
@@ -166,7 +167,7 @@ func runSimulate(stdout, stderr io.Writer, f *simulateFlags, args []string) erro
 	if f.csv != "" {
 		if err := writeFile(f.csv, func(w io.Writer) error {
 			for _, r := range results {
-				if err := sim.WriteCSV(w, r); err != nil {
+				if err := report.WriteCSV(w, r); err != nil {
 					return err
 				}
 			}
@@ -289,14 +290,14 @@ func writeResults(w io.Writer, format string, results []*sim.Result) error {
 	if len(results) > 0 {
 		fmt.Fprintf(w, "scenario %s: %d pipelines on %d GPUs\n", results[0].Scenario, len(results[0].Pipelines), results[0].GPUs)
 	}
-	if err := sim.WriteTable(w, results); err != nil {
+	if err := report.WriteTable(w, results); err != nil {
 		return err
 	}
-	if err := sim.WriteFairness(w, results); err != nil {
+	if err := report.WriteFairness(w, results); err != nil {
 		return err
 	}
 	for _, r := range results {
-		if err := sim.WriteUnfinished(w, r); err != nil {
+		if err := report.WriteUnfinished(w, r); err != nil {
 			return err
 		}
 	}
@@ -321,9 +322,9 @@ func writeGantts(path string, sc *sim.Scenario, results []*sim.Result) error {
 		}
 		err := writeFile(out, func(w io.Writer) error {
 			if ext == ".png" {
-				return sim.WritePNG(w, r, nodes, gpus)
+				return report.WritePNG(w, r, nodes, gpus)
 			}
-			return sim.WriteGantt(w, r, nodes, gpus)
+			return report.WriteGantt(w, r, nodes, gpus)
 		})
 		if err != nil {
 			return err
@@ -342,7 +343,7 @@ func writeQueueCharts(path string, results []*sim.Result) error {
 		if len(results) > 1 {
 			out = strings.TrimSuffix(path, ext) + "-" + string(r.Policy) + ext
 		}
-		if err := writeFile(out, func(w io.Writer) error { return sim.WriteQueueChart(w, r) }); err != nil {
+		if err := writeFile(out, func(w io.Writer) error { return report.WriteQueueChart(w, r) }); err != nil {
 			return err
 		}
 	}

@@ -25,7 +25,7 @@ func TestSimulate(t *testing.T) {
 		}
 		return path
 	}
-	teams, err := filepath.Abs(filepath.Join("..", "..", "..", "..", "engine", "sim", "testdata", "philly-teams.csv"))
+	teams, err := filepath.Abs(filepath.Join("..", "..", "..", "..", "sim", "testdata", "philly-teams.csv"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,8 +7,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/phasegang/phasegang/engine/sim"
 	"github.com/phasegang/phasegang/examples"
+	"github.com/phasegang/phasegang/sim"
+	"github.com/phasegang/phasegang/sim/report"
 )
 
 // runSuite is `phasegang simulate --suite`: the policy suite's workloads
@@ -53,7 +54,7 @@ func runSuite(stdout, stderr io.Writer, f *simulateFlags, args []string) error {
 	if err != nil {
 		return err
 	}
-	err = sim.WriteSuite(stdout, rows)
+	err = report.WriteSuite(stdout, rows)
 	if f.stats {
 		fmt.Fprintf(stdout, "suite: %d workloads × %d policies in %.1fs wall\n", len(rows), len(sim.Policies), time.Since(start).Seconds())
 	}

@@ -14,7 +14,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
-	"github.com/phasegang/phasegang/engine/sim"
+	"github.com/phasegang/phasegang/sim"
 )
 
 const fixtureTraceID = "4bf92f3577b34da6a3ce929d0e0e4736"

@@ -1,9 +1,7 @@
 package sim
 
 import (
-	"encoding/xml"
 	"fmt"
-	"io"
 	"math"
 	"strings"
 	"testing"
@@ -205,45 +203,5 @@ func TestQueueScenarioValidation(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("error %v, want it to say %q", err, want)
 		}
-	}
-}
-
-// TestQueueChart: the chart is well-formed SVG with one held area and one
-// entitlement line per queue; a run without queues has no chart.
-func TestQueueChart(t *testing.T) {
-	s, err := LoadScenario([]byte(queueScenarioWith("Any, reclaimGracePeriod: 5m")))
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := run(t, s, PolicyPhasegang)
-	var b strings.Builder
-	if err := WriteQueueChart(&b, r); err != nil {
-		t.Fatal(err)
-	}
-	dec := xml.NewDecoder(strings.NewReader(b.String()))
-	count := map[string]int{}
-	for {
-		tok, err := dec.Token()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			t.Fatalf("not well-formed: %v", err)
-		}
-		if se, ok := tok.(xml.StartElement); ok {
-			count[se.Name.Local]++
-		}
-	}
-	if count["polygon"] != 2 || count["polyline"] != 2 {
-		t.Errorf("%d areas and %d lines, want 2 of each (one per queue)", count["polygon"], count["polyline"])
-	}
-	for _, want := range []string{"team-a", "team-b", "Jain"} {
-		if !strings.Contains(b.String(), want) {
-			t.Errorf("chart does not name %s", want)
-		}
-	}
-	r.Fairness = nil
-	if err := WriteQueueChart(&b, r); err == nil {
-		t.Error("a run without queues drew a chart")
 	}
 }

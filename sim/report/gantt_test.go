@@ -1,4 +1,4 @@
-package sim
+package report
 
 import (
 	"bytes"
@@ -14,14 +14,16 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/phasegang/phasegang/sim"
 )
 
-func ganttFixture() (*Result, []string, map[string]int) {
+func ganttFixture() (*sim.Result, []string, map[string]int) {
 	m := time.Minute
-	iv := func(node, pipe, phase string, worker int32, gpus float64, start, end time.Duration) Interval {
-		return Interval{Node: node, Pipeline: pipe, Phase: phase, Iteration: 1, Attempt: 0, Worker: worker, GPUs: gpus, Start: start, End: end}
+	iv := func(node, pipe, phase string, worker int32, gpus float64, start, end time.Duration) sim.Interval {
+		return sim.Interval{Node: node, Pipeline: pipe, Phase: phase, Iteration: 1, Attempt: 0, Worker: worker, GPUs: gpus, Start: start, End: end}
 	}
-	r := &Result{Scenario: "tiny <&> mix", Policy: PolicyPhasegang, GPUs: 12, Intervals: []Interval{
+	r := &sim.Result{Scenario: "tiny <&> mix", Policy: sim.PolicyPhasegang, GPUs: 12, Intervals: []sim.Interval{
 		// n0: full at 10m-50m, with a 2-GPU worker; then reused.
 		iv("n0", "alpha", "train", 0, 1, 0, 60*m),
 		iv("n0", "alpha", "train", 1, 1, 0, 60*m),
@@ -204,7 +206,7 @@ func TestGanttSVG(t *testing.T) {
 
 func TestGanttLanes(t *testing.T) {
 	r, _, _ := ganttFixture()
-	byNode := map[string][]Interval{}
+	byNode := map[string][]sim.Interval{}
 	for _, iv := range r.Intervals {
 		if iv.GPUs > 0 {
 			byNode[iv.Node] = append(byNode[iv.Node], iv)
@@ -224,7 +226,7 @@ func TestGanttLanes(t *testing.T) {
 	}
 
 	// Over-commitment grows past capacity.
-	over := []Interval{
+	over := []sim.Interval{
 		{Pipeline: "a", GPUs: 1, Start: 0, End: time.Hour},
 		{Pipeline: "b", GPUs: 2, Start: time.Minute, End: time.Hour},
 	}
@@ -236,16 +238,16 @@ func TestGanttLanes(t *testing.T) {
 
 	// Random load: never overlapping, each worker gets its GPUs.
 	rng := rand.New(rand.NewPCG(3, 4))
-	var ivs []Interval
+	var ivs []sim.Interval
 	for i := range 500 {
 		s := time.Duration(rng.IntN(1000)) * time.Second
-		ivs = append(ivs, Interval{Pipeline: "p", Worker: int32(i), GPUs: float64(1 + rng.IntN(3)), Start: s, End: s + time.Duration(1+rng.IntN(100))*time.Second})
+		ivs = append(ivs, sim.Interval{Pipeline: "p", Worker: int32(i), GPUs: float64(1 + rng.IntN(3)), Start: s, End: s + time.Duration(1+rng.IntN(100))*time.Second})
 	}
 	lanes, _ = assignLanes(ivs, 8)
 	checkLanes(t, ivs, lanes)
 }
 
-func checkLanes(t *testing.T, ivs []Interval, lanes [][]int) {
+func checkLanes(t *testing.T, ivs []sim.Interval, lanes [][]int) {
 	t.Helper()
 	for i, a := range ivs {
 		if len(lanes[i]) != int(a.GPUs) {
@@ -303,7 +305,7 @@ func TestGanttBigCluster(t *testing.T) {
 		nodes = append(nodes, n)
 		gpus[n] = 8
 	}
-	r := &Result{Scenario: "big", Policy: PolicyRigid}
+	r := &sim.Result{Scenario: "big", Policy: sim.PolicyRigid}
 	for _, n := range nodes {
 		var free [8]time.Duration
 		for range 40 {
@@ -311,7 +313,7 @@ func TestGanttBigCluster(t *testing.T) {
 			s := free[l] + time.Duration(rng.IntN(600))*time.Second
 			e := s + time.Duration(60+rng.IntN(3600))*time.Second
 			free[l] = e
-			r.Intervals = append(r.Intervals, Interval{Node: n, Pipeline: fmt.Sprintf("job-%03d", rng.IntN(50)),
+			r.Intervals = append(r.Intervals, sim.Interval{Node: n, Pipeline: fmt.Sprintf("job-%03d", rng.IntN(50)),
 				Phase: []string{"train", "validate", "test"}[rng.IntN(3)], GPUs: 1, Start: s, End: e})
 		}
 	}
@@ -415,7 +417,7 @@ func workerStyles(t *testing.T, svg []byte) (fills []string, patterns map[string
 // with the chart or last no time at all.
 func TestGanttIdle(t *testing.T) {
 	m := time.Minute
-	r := &Result{Scenario: "idle", Policy: PolicyPerPod, Intervals: []Interval{
+	r := &sim.Result{Scenario: "idle", Policy: sim.PolicyPerPod, Intervals: []sim.Interval{
 		{Node: "n0", Pipeline: "a", Phase: "train", GPUs: 1, Start: 0, End: 30 * m},
 		{Node: "n0", Pipeline: "b", Phase: "train", Worker: 1, GPUs: 1, Start: m, End: 10 * m, Idle: true}, // waited, then ran
 		{Node: "n0", Pipeline: "b", Phase: "train", Worker: 1, GPUs: 1, Start: 10 * m, End: 30 * m},
@@ -500,19 +502,19 @@ func TestGanttColorsTellNeighboursApart(t *testing.T) {
 	// One pipeline a minute, 4 GPUs for 10 minutes, alternating between two
 	// 8-GPU nodes: each shares its node with the next two of that node.
 	m := time.Minute
-	stream := &Result{}
+	stream := &sim.Result{}
 	for i := range 40 {
 		name := fmt.Sprintf("job-%d", i)
-		stream.Pipelines = append(stream.Pipelines, PipelineResult{Name: name, Arrival: time.Duration(i) * m})
+		stream.Pipelines = append(stream.Pipelines, sim.PipelineResult{Name: name, Arrival: time.Duration(i) * m})
 		start := time.Duration(i/2) * 5 * m
 		for w := range 4 {
-			stream.Intervals = append(stream.Intervals, Interval{Node: fmt.Sprintf("n%d", i%2), Pipeline: name, Phase: "train",
+			stream.Intervals = append(stream.Intervals, sim.Interval{Node: fmt.Sprintf("n%d", i%2), Pipeline: name, Phase: "train",
 				Worker: int32(w), GPUs: 1, Start: start, End: start + 10*m})
 		}
 	}
 	seed := loadScenario(t, "../../examples/simulate/seed-deadlock.yaml")
-	cases := map[string]*Result{"stream": stream}
-	for _, p := range Policies {
+	cases := map[string]*sim.Result{"stream": stream}
+	for _, p := range sim.Policies {
 		cases["seed/"+string(p)] = run(t, seed, p)
 	}
 	for name, r := range cases {
@@ -529,8 +531,8 @@ func TestGanttColorsTellNeighboursApart(t *testing.T) {
 			for _, iv := range r.Intervals {
 				drawn[iv.Pipeline] = true
 			}
-			arrivals := slices.DeleteFunc(slices.Clone(r.Pipelines), func(p PipelineResult) bool { return !drawn[p.Name] })
-			slices.SortStableFunc(arrivals, func(a, b PipelineResult) int { return int(a.Arrival - b.Arrival) })
+			arrivals := slices.DeleteFunc(slices.Clone(r.Pipelines), func(p sim.PipelineResult) bool { return !drawn[p.Name] })
+			slices.SortStableFunc(arrivals, func(a, b sim.PipelineResult) int { return int(a.Arrival - b.Arrival) })
 			pairs := map[[2]string]string{}
 			for i := 1; i < len(arrivals); i++ {
 				pairs[[2]string{arrivals[i-1].Name, arrivals[i].Name}] = "adjacent in arrival order"

@@ -1,4 +1,4 @@
-package sim
+package report
 
 import (
 	"fmt"
@@ -6,6 +6,8 @@ import (
 	"io"
 	"strings"
 	"time"
+
+	"github.com/phasegang/phasegang/sim"
 )
 
 // WriteQueueChart draws each tenant queue's GPUs over the run as an SVG:
@@ -13,7 +15,7 @@ import (
 // and its entitlement (Fairness) as a dashed line at the same stacking,
 // so a band under its dashed line is a queue that got less than its
 // share. Needs a result with tenant queues.
-func WriteQueueChart(w io.Writer, r *Result) error {
+func WriteQueueChart(w io.Writer, r *sim.Result) error {
 	if r.Fairness == nil || len(r.Fairness.Samples) == 0 {
 		return fmt.Errorf("no tenant queues in %s: nothing to chart", r.Scenario)
 	}

@@ -1,4 +1,4 @@
-package sim
+package report
 
 import (
 	"bufio"
@@ -14,6 +14,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/phasegang/phasegang/sim"
 )
 
 // Gantt chart geometry.
@@ -52,7 +54,7 @@ type ganttBand struct {
 
 // ganttItem is one drawn worker interval.
 type ganttItem struct {
-	iv    *Interval
+	iv    *sim.Interval
 	band  int
 	lanes []int // ascending
 }
@@ -89,7 +91,7 @@ type pipeColor struct {
 // over-committed. Workers without GPUs are not drawn. Bands follow nodes;
 // nodes not listed there but present in r come after, sorted. The output
 // is deterministic.
-func WriteGantt(w io.Writer, r *Result, nodes []string, gpusPerNode map[string]int) error {
+func WriteGantt(w io.Writer, r *sim.Result, nodes []string, gpusPerNode map[string]int) error {
 	l := layoutGantt(r, nodes, gpusPerNode)
 	b := bufio.NewWriterSize(w, 1<<16)
 	svg := &svgWriter{w: b}
@@ -261,7 +263,7 @@ func WriteGantt(w io.Writer, r *Result, nodes []string, gpusPerNode map[string]i
 
 // WritePNG renders the occupancy raster of WriteGantt (the plot area only:
 // no text) as a PNG, ganttPlotW pixels wide and as tall as the SVG's plot.
-func WritePNG(w io.Writer, r *Result, nodes []string, gpusPerNode map[string]int) error {
+func WritePNG(w io.Writer, r *sim.Result, nodes []string, gpusPerNode map[string]int) error {
 	l := layoutGantt(r, nodes, gpusPerNode)
 	img := image.NewNRGBA(image.Rect(0, 0, ganttPlotW, max(l.plotH, 1)))
 	fill := func(x0, y0, x1, y1 int, c color.NRGBA) {
@@ -329,7 +331,7 @@ func WritePNG(w io.Writer, r *Result, nodes []string, gpusPerNode map[string]int
 }
 
 // layoutGantt places every GPU-holding worker interval in its node's lanes.
-func layoutGantt(r *Result, nodes []string, gpusPerNode map[string]int) *ganttLayout {
+func layoutGantt(r *sim.Result, nodes []string, gpusPerNode map[string]int) *ganttLayout {
 	l := &ganttLayout{light: map[string]float64{}}
 	index := map[string]int{}
 	addBand := func(name string) {
@@ -370,7 +372,7 @@ func layoutGantt(r *Result, nodes []string, gpusPerNode map[string]int) *ganttLa
 		}
 	}
 	for b := range l.bands {
-		ivs := make([]Interval, len(perNode[b]))
+		ivs := make([]sim.Interval, len(perNode[b]))
 		for j, i := range perNode[b] {
 			ivs[j] = r.Intervals[i]
 		}
@@ -443,7 +445,7 @@ func layoutGantt(r *Result, nodes []string, gpusPerNode map[string]int) *ganttLa
 // arrivalOrder sorts the drawn pipelines by arrival (r.Pipelines, in its
 // order for equal arrivals), then by first start and name for pipelines r
 // does not list, so that colours and the legend follow the workload.
-func arrivalOrder(r *Result, pipeSet map[string]bool) []string {
+func arrivalOrder(r *sim.Result, pipeSet map[string]bool) []string {
 	type key struct {
 		arrival, start time.Duration
 		index          int
@@ -479,7 +481,7 @@ func arrivalOrder(r *Result, pipeSet map[string]bool) []string {
 // its end. Their bars touch on the chart, so their colours must differ.
 func (l *ganttLayout) neighbours() map[string][]string {
 	near := l.tmax / ganttNear
-	byBand := make([][]*Interval, len(l.bands))
+	byBand := make([][]*sim.Interval, len(l.bands))
 	for _, it := range l.items {
 		byBand[it.band] = append(byBand[it.band], it.iv)
 	}
@@ -493,10 +495,10 @@ func (l *ganttLayout) neighbours() map[string][]string {
 		out[a], out[b] = append(out[a], b), append(out[b], a)
 	}
 	for _, ivs := range byBand {
-		slices.SortFunc(ivs, func(a, b *Interval) int {
+		slices.SortFunc(ivs, func(a, b *sim.Interval) int {
 			return cmp.Or(cmp.Compare(a.Start, b.Start), cmp.Compare(a.End, b.End), strings.Compare(a.Pipeline, b.Pipeline))
 		})
-		var active []*Interval // may still touch what starts next
+		var active []*sim.Interval // may still touch what starts next
 		for _, iv := range ivs {
 			kept := active[:0]
 			for _, a := range active {
@@ -589,7 +591,7 @@ func colorDistance(a, b pipeColor) float64 {
 // only when fewer are free. A lane is free at t when its last occupant ended
 // by t, so intervals overlapping in time never share a lane. It returns each
 // interval's lanes (ascending) and the number of lanes used.
-func assignLanes(ivs []Interval, capacity int) ([][]int, int) {
+func assignLanes(ivs []sim.Interval, capacity int) ([][]int, int) {
 	order := make([]int, len(ivs))
 	for i := range order {
 		order[i] = i
@@ -687,7 +689,7 @@ func (l *ganttLayout) x(t time.Duration) float64 {
 // svgStyle is the attributes of the group that draws iv: its colour, or
 // for an idle worker its pipeline's hatching with an outline in the
 // stripes' colour.
-func (l *ganttLayout) svgStyle(iv *Interval, idleID map[string]string) string {
+func (l *ganttLayout) svgStyle(iv *sim.Interval, idleID map[string]string) string {
 	if iv.Idle {
 		stripe, _ := l.idleColors(iv.Pipeline)
 		return fmt.Sprintf(`class="idle" fill="url(#%s)" stroke="%s" stroke-width="0.75"`, idleID[iv.Pipeline], ganttHex(stripe))
@@ -842,7 +844,7 @@ func ganttClock(d time.Duration) string {
 	return fmt.Sprintf("%s%d:%02d:%02d", neg, d/time.Hour, d%time.Hour/time.Minute, d%time.Minute/time.Second)
 }
 
-func ganttTooltip(iv *Interval) string {
+func ganttTooltip(iv *sim.Interval) string {
 	s := fmt.Sprintf("%s %s#%d.%d worker %d %s–%s on %s", iv.Pipeline, iv.Phase, iv.Iteration, iv.Attempt, iv.Worker,
 		ganttClock(iv.Start), ganttClock(iv.End), iv.Node)
 	if iv.GPUs != 1 {

@@ -10,7 +10,7 @@ import (
 // later; per-phase-rigid releases them but its rigid trains cannot use
 // them, so it ends no sooner; phasegang finishes everything first.
 func TestBuiltInScenarioTellsPoliciesApart(t *testing.T) {
-	sc := loadScenario(t, "../../examples/simulate/seed-deadlock.yaml")
+	sc := loadScenario(t, "../examples/simulate/seed-deadlock.yaml")
 	m := map[Policy]Metrics{}
 	for _, p := range Policies {
 		m[p] = run(t, sc, p).Metrics

@@ -1,4 +1,4 @@
-package sim
+package report
 
 import (
 	"fmt"
@@ -8,10 +8,25 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/phasegang/phasegang/sim"
 )
 
-func testdataWorkload(name, path string) SuiteWorkload {
-	return suiteScenario(name, "test", func() ([]byte, error) { return os.ReadFile(path) })
+// testdataWorkload is a suite workload read from a scenario file, named
+// name.
+func testdataWorkload(name, path string) sim.SuiteWorkload {
+	return sim.SuiteWorkload{Name: name, Shape: "test", Load: func() (*sim.Scenario, error) {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return nil, err
+		}
+		sc, err := sim.LoadScenario(data)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+		sc.Name = name
+		return sc, nil
+	}}
 }
 
 // The suite on two tiny workloads: one where every gang policy reaches LB
@@ -19,9 +34,9 @@ func testdataWorkload(name, path string) SuiteWorkload {
 // start loses on average JCT. The table is printed as is, and the error
 // names the failing workload and metric only.
 func TestSuiteTableAndVerdict(t *testing.T) {
-	rows, err := RunSuite([]SuiteWorkload{
-		testdataWorkload("one-node", "testdata/seed-one-node.yaml"),
-		testdataWorkload("tiny-loss", "testdata/suite-tiny-loss.yaml"),
+	rows, err := sim.RunSuite([]sim.SuiteWorkload{
+		testdataWorkload("one-node", "../testdata/seed-one-node.yaml"),
+		testdataWorkload("tiny-loss", "../testdata/suite-tiny-loss.yaml"),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -40,7 +55,7 @@ one-node: [per-pod] left pipelines deadlocked or unfinished and do not count as 
 	if err == nil || err.Error() != "policy suite: 1 of 2 workloads fail: tiny-loss (JCT avg +25.0% vs whole-job)" {
 		t.Errorf("error %v, want the failing workload and metric", err)
 	}
-	if r := rows[1]; len(r.Failures) != 1 || r.Ratio[1] < 1.2 || r.Best[1] != PolicyWholeJob {
+	if r := rows[1]; len(r.Failures) != 1 || r.Ratio[1] < 1.2 || r.Best[1] != sim.PolicyWholeJob {
 		t.Errorf("tiny-loss row %+v", r)
 	}
 	// By hand: each of tiny-loss's three pipelines is one 1h phase, so no
@@ -64,7 +79,7 @@ func TestSuiteWorkloadsLoad(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ws := SuiteWorkloads(seed)
+	ws := sim.SuiteWorkloads(seed)
 	if len(ws) < 10 {
 		t.Fatalf("%d suite workloads, want at least 10", len(ws))
 	}
@@ -73,14 +88,14 @@ func TestSuiteWorkloadsLoad(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", w.Name, err)
 		}
-		if err := CheckRunnable(sc); err != nil {
+		if err := sim.CheckRunnable(sc); err != nil {
 			t.Errorf("%s: %v", w.Name, err)
 		}
 	}
 	if testing.Short() {
 		return
 	}
-	rows, err := RunSuite(ws)
+	rows, err := sim.RunSuite(ws)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,7 +105,7 @@ func TestSuiteWorkloadsLoad(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkSuiteVerdict(t, "linear scaling", rows, suiteKnownFailures, string(doc))
-	scaled, err := RunSuite(WithScaling(ws, &Scaling{EfficiencyPerDoubling: 0.9}))
+	scaled, err := sim.RunSuite(sim.WithScaling(ws, &sim.Scaling{EfficiencyPerDoubling: 0.9}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,7 +149,7 @@ var (
 // checkSuiteVerdict checks that the workloads that fail are exactly the
 // known ones, and that doc (docs/simulator.md) has the section each
 // points to.
-func checkSuiteVerdict(t *testing.T, model string, rows []SuiteRow, known map[string]string, doc string) {
+func checkSuiteVerdict(t *testing.T, model string, rows []sim.SuiteRow, known map[string]string, doc string) {
 	t.Helper()
 	for _, row := range rows {
 		name := row.Workload.Name
@@ -156,7 +171,7 @@ func checkSuiteVerdict(t *testing.T, model string, rows []SuiteRow, known map[st
 // shows what it moves, baselines included (they share the engine). The
 // suite's output blocks in docs/simulator.md and docs/benchmarks.md must
 // be that table too.
-func checkSuiteGolden(t *testing.T, rows []SuiteRow) {
+func checkSuiteGolden(t *testing.T, rows []sim.SuiteRow) {
 	t.Helper()
 	table := suiteOutput(rows)
 	var b strings.Builder
@@ -194,7 +209,7 @@ func checkSuiteGolden(t *testing.T, rows []SuiteRow) {
 
 // suiteOutput is what `phasegang simulate --suite` prints: the table,
 // then the error line (on stderr) when a workload fails.
-func suiteOutput(rows []SuiteRow) string {
+func suiteOutput(rows []sim.SuiteRow) string {
 	var b strings.Builder
 	if err := WriteSuite(&b, rows); err != nil {
 		b.WriteString("phasegang: " + err.Error() + "\n")

@@ -1,8 +1,6 @@
 package sim
 
 import (
-	"bytes"
-	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -15,8 +13,6 @@ import (
 
 	"github.com/phasegang/phasegang/apis/v1alpha1"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
 
 func loadScenario(t *testing.T, path string) *Scenario {
 	t.Helper()
@@ -96,7 +92,7 @@ func TestSeedScenarioPerPodDeadlocksPhasegangFinishes(t *testing.T) {
 // Every policy's schedule respects node capacity at every instant.
 func TestEveryPolicyRespectsCapacity(t *testing.T) {
 	scenarios := map[string]*Scenario{
-		"seed":     loadScenario(t, "../../examples/simulate/seed-deadlock.yaml"),
+		"seed":     loadScenario(t, "../examples/simulate/seed-deadlock.yaml"),
 		"mixed":    loadScenario(t, "testdata/mixed.yaml"),
 		"tiresias": loadTrace(t, "testdata/tiresias-60job.csv", DefaultTraceOptions(), 8, 4),
 		"philly":   loadTrace(t, "testdata/philly-slice.csv", DefaultTraceOptions(), 8, 8),
@@ -142,55 +138,6 @@ func TestEveryPolicyRespectsCapacity(t *testing.T) {
 				}
 			})
 		}
-	}
-}
-
-// Golden outputs: the comparison table and per-pipeline CSV of small
-// scenarios. Run with -update to rewrite them after a deliberate change.
-func TestGolden(t *testing.T) {
-	cases := map[string]func(t *testing.T) *Scenario{
-		"seed-deadlock": func(t *testing.T) *Scenario { return loadScenario(t, "../../examples/simulate/seed-deadlock.yaml") },
-		"mixed":         func(t *testing.T) *Scenario { return loadScenario(t, "testdata/mixed.yaml") },
-		"tiresias-60job": func(t *testing.T) *Scenario {
-			return loadTrace(t, "testdata/tiresias-60job.csv", DefaultTraceOptions(), 8, 4)
-		},
-	}
-	for name, load := range cases {
-		t.Run(name, func(t *testing.T) {
-			sc := load(t)
-			var results []*Result
-			var out bytes.Buffer
-			for _, p := range Policies {
-				r := run(t, sc, p)
-				results = append(results, r)
-			}
-			if err := WriteTable(&out, results); err != nil {
-				t.Fatal(err)
-			}
-			for _, r := range results {
-				if err := WriteUnfinished(&out, r); err != nil {
-					t.Fatal(err)
-				}
-			}
-			for _, r := range results {
-				if err := WriteCSV(&out, r); err != nil {
-					t.Fatal(err)
-				}
-			}
-			golden := filepath.Join("testdata", name+".golden")
-			if *update {
-				if err := os.WriteFile(golden, out.Bytes(), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatalf("%v (run with -update to create it)", err)
-			}
-			if diff := cmp.Diff(string(want), out.String()); diff != "" {
-				t.Errorf("output differs from %s (-want +got):\n%s", golden, diff)
-			}
-		})
 	}
 }
 

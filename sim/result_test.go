@@ -1,91 +1,24 @@
 package sim
 
 import (
-	"bytes"
 	"encoding/json"
-	"fmt"
-	"strings"
+	"math"
 	"testing"
 	"time"
-
-	"github.com/google/go-cmp/cmp"
 )
-
-// Under the table, every pipeline that did not finish is named with its
-// state and why, grouped by state; a run where all finished adds nothing.
-func TestWriteUnfinished(t *testing.T) {
-	p := func(name, state, msg string) PipelineResult {
-		return PipelineResult{Name: name, State: state, Message: msg}
-	}
-	var many []PipelineResult
-	for i := range maxUnfinishedLines + 3 {
-		many = append(many, p(fmt.Sprintf("ml/p-%02d", i), StateUnfinished, "never started"))
-	}
-	for name, tc := range map[string]struct {
-		pipelines []PipelineResult
-		want      []string
-	}{
-		"all finished": {pipelines: []PipelineResult{p("ml/a", "Succeeded", "done")}},
-		"every state": {
-			pipelines: []PipelineResult{
-				p("ml/a", "Succeeded", "done"),
-				p("ml/b", StateInfeasible, "needs 9 workers"),
-				p("ml/c", StateUnfinished, "never started "),
-				p("ml/long-name", StateDeadlocked, "holds 3 workers"),
-				p("ml/e", "Failed", "train failed"),
-				p("ml/f", StateDeadlocked, "holds 1 workers"),
-			},
-			want: []string{
-				"per-pod: 5 of 6 pipelines did not finish (2 deadlocked, 1 unfinished, 1 infeasible, 1 failed):",
-				"  ml/long-name  Deadlocked  holds 3 workers",
-				"  ml/f          Deadlocked  holds 1 workers",
-				"  ml/c          Unfinished  never started",
-				"  ml/b          Infeasible  needs 9 workers",
-				"  ml/e          Failed      train failed",
-			},
-		},
-		"a long list is cut": {
-			pipelines: many,
-			want: append(append([]string{"per-pod: 53 of 53 pipelines did not finish (53 unfinished):"},
-				func() (out []string) {
-					for _, q := range many[:maxUnfinishedLines] {
-						out = append(out, "  "+q.Name+"  Unfinished  never started")
-					}
-					return out
-				}()...), "  … and 3 more (--csv lists every pipeline)"),
-		},
-	} {
-		t.Run(name, func(t *testing.T) {
-			var out bytes.Buffer
-			if err := WriteUnfinished(&out, &Result{Policy: PolicyPerPod, Pipelines: tc.pipelines}); err != nil {
-				t.Fatal(err)
-			}
-			if diff := cmp.Diff(tc.want, lines(out.String())); diff != "" {
-				t.Errorf("(-want +got):\n%s", diff)
-			}
-		})
-	}
-}
-
-func lines(s string) []string {
-	if s == "" {
-		return nil
-	}
-	return strings.Split(strings.TrimSuffix(s, "\n"), "\n")
-}
 
 // The queued columns are per pipeline under every policy: the mean and
 // p99 of PipelineResult.Queueing over the pipelines that ended, not of
 // Result.Waits (one per gang, so one per phase under most policies and one
 // per pipeline under whole-job).
 func TestQueuedIsPerPipeline(t *testing.T) {
-	sc := loadScenario(t, "../../examples/simulate/seed-deadlock.yaml")
+	sc := loadScenario(t, "../examples/simulate/seed-deadlock.yaml")
 	for _, p := range Policies {
 		t.Run(string(p), func(t *testing.T) {
 			r := run(t, sc, p)
 			var q []float64
 			for _, pr := range r.Pipelines {
-				if ended(pr) {
+				if pr.Ended() {
 					q = append(q, pr.Queueing.Seconds())
 				}
 			}
@@ -111,35 +44,46 @@ func TestQueuedIsPerPipeline(t *testing.T) {
 }
 
 // A run in which some pipeline never finished has an infinite makespan and
-// no utilization: "∞" and "-" in the table, null in JSON (not -1, which
-// reads as seconds). Finite figures encode as encoding/json would.
+// no utilization (NaN): null in JSON (not -1, which reads as seconds);
+// report's TestTableNeverFinished shows them as "∞" and "-". Finite
+// figures encode as encoding/json would.
 func TestMetricsNeverFinished(t *testing.T) {
 	done := func(name string, finish time.Duration) PipelineResult {
 		return PipelineResult{Name: name, State: "Succeeded", Finish: finish}
 	}
 	for name, tc := range map[string]struct {
 		pipelines []PipelineResult
-		table     []string // in the table's row
+		finished  int
+		makespan  float64 // seconds; +Inf when a pipeline never finished
+		util      float64 // NaN when undefined
 		json      map[string]any
 	}{
 		"all finished": {
 			pipelines: []PipelineResult{done("a", time.Hour), done("b", 2*time.Hour)},
-			table:     []string{"2/2", " 2h00m ", " 50.0% "},
+			finished:  2,
+			makespan:  7200,
+			util:      0.5,
 			json:      map[string]any{"makespanSeconds": 7200.0, "gpuUtilization": 0.5},
 		},
 		"one deadlocked": {
 			pipelines: []PipelineResult{done("a", time.Hour), {Name: "b", State: StateDeadlocked}},
-			table:     []string{"1/2", " ∞ ", " - "},
+			finished:  1,
+			makespan:  math.Inf(1),
+			util:      math.NaN(),
 			json:      map[string]any{"makespanSeconds": nil, "gpuUtilization": nil},
 		},
 		"every pipeline infeasible": { // nothing ran: not ∞, not negative
 			pipelines: []PipelineResult{{Name: "b", State: StateInfeasible, Arrival: time.Hour}},
-			table:     []string{"0/1", " 0s ", " 0.0% "},
+			finished:  0,
+			makespan:  0,
+			util:      0,
 			json:      map[string]any{"makespanSeconds": 0.0, "gpuUtilization": 0.0},
 		},
 		"one unfinished": {
 			pipelines: []PipelineResult{{Name: "b", State: StateUnfinished}},
-			table:     []string{"0/1", " ∞ ", " - "},
+			finished:  0,
+			makespan:  math.Inf(1),
+			util:      math.NaN(),
 			json:      map[string]any{"makespanSeconds": nil, "gpuUtilization": nil},
 		},
 	} {
@@ -147,15 +91,9 @@ func TestMetricsNeverFinished(t *testing.T) {
 			// 4 of 8 GPUs busy for 2h.
 			r := &Result{Policy: PolicyPerPod, GPUs: 8, BusyGPUSeconds: 4 * 7200, Pipelines: tc.pipelines}
 			r.computeMetrics(&Scenario{})
-			var table bytes.Buffer
-			if err := WriteTable(&table, []*Result{r}); err != nil {
-				t.Fatal(err)
-			}
-			row := lines(table.String())[1] + " "
-			for _, want := range tc.table {
-				if !strings.Contains(row, want) {
-					t.Errorf("table row %q lacks %q", row, want)
-				}
+			m := r.Metrics
+			if m.Finished != tc.finished || !same(m.Makespan, tc.makespan) || !same(m.Utilization, tc.util) {
+				t.Errorf("finished %d makespan %v util %v, want %d %v %v", m.Finished, m.Makespan, m.Utilization, tc.finished, tc.makespan, tc.util)
 			}
 			b, err := json.Marshal(r)
 			if err != nil {
@@ -186,3 +124,6 @@ func TestMetricsNeverFinished(t *testing.T) {
 		}
 	}
 }
+
+// same is ==, with NaN equal to NaN.
+func same(a, b float64) bool { return a == b || math.IsNaN(a) && math.IsNaN(b) }
