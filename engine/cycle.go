@@ -417,44 +417,11 @@ type surplusWorker struct {
 // than reshuffling a full cluster; an older gang only ever loses surplus,
 // never its min, and grows back (oldest first) as capacity frees.
 func (s *State) reclaim(gr *gangReq, c *nodeClass, fence []bool, all []*grantState, plan *Plan, starving bool) []int32 {
-	// Donors are youngest first; those behind gr are a prefix.
-	n := 0
-	for n < len(all) && compareQueue(&all[n].req, &gr.req) > 0 {
-		n++
-	}
-	donors := all[:n]
-	var older int // how many surplus workers of gangs ahead of gr it may take
-	if starving {
-		// gr did not fit, so fewer than min workers are free for it.
-		if older = int(s.place(gr, c, gr.req.Min, 1, fence).total); older > 0 {
-			donors = slices.Clone(donors)
-			for _, g := range all[n:] {
-				if g.req.Priority <= gr.req.Priority {
-					donors = append(donors, g)
-				}
-			}
-		}
-	}
+	donors, behind, older := s.reclaimDonors(gr, c, fence, all, starving)
 	if len(donors) == 0 {
 		return nil
 	}
-	var cands []surplusWorker
-	for j, g := range donors {
-		if j >= n && older == 0 {
-			break
-		}
-		for i := len(g.workers) - 1; i >= int(g.req.Min); i-- {
-			if g.workers[i] >= 0 {
-				if j >= n {
-					if older == 0 {
-						break
-					}
-					older--
-				}
-				cands = append(cands, surplusWorker{g: g, index: i})
-			}
-		}
-	}
+	cands := surplusOf(donors, behind, older)
 	if len(cands) == 0 {
 		return nil
 	}
@@ -467,21 +434,81 @@ func (s *State) reclaim(gr *gangReq, c *nodeClass, fence []bool, all []*grantSta
 	if try(len(cands)).nodes == nil {
 		return nil
 	}
-	// Freeing more never hurts, so the shortest prefix that fits is found
-	// by binary search.
-	lo, hi := 1, len(cands)
-	for lo < hi {
-		mid := (lo + hi) / 2
-		if try(mid).nodes != nil {
-			hi = mid
-		} else {
-			lo = mid
-			lo++
+	n := shortestFit(len(cands), func(n int) bool { return try(n).nodes != nil })
+	p := try(n)
+	s.shrinkDonors(plan, gr, donors, cands[:n])
+	return p.nodes
+}
+
+// reclaimDonors are the gangs gr may take surplus from, youngest first:
+// the first behind of them are the gangs behind gr; a starving gr may
+// also take up to older surplus workers from the gangs ahead of it of no
+// higher priority, which follow.
+func (s *State) reclaimDonors(gr *gangReq, c *nodeClass, fence []bool, all []*grantState, starving bool) (donors []*grantState, behind, older int) {
+	// Donors are youngest first; those behind gr are a prefix.
+	for behind < len(all) && compareQueue(&all[behind].req, &gr.req) > 0 {
+		behind++
+	}
+	donors = all[:behind]
+	if !starving {
+		return donors, behind, 0
+	}
+	// gr did not fit, so fewer than min workers are free for it.
+	if older = int(s.place(gr, c, gr.req.Min, 1, fence).total); older > 0 {
+		donors = slices.Clone(donors)
+		for _, g := range all[behind:] {
+			if g.req.Priority <= gr.req.Priority {
+				donors = append(donors, g)
+			}
 		}
 	}
-	p := try(lo)
+	return donors, behind, older
+}
+
+// surplusOf lists the donors' placed surplus workers, highest index first
+// within each donor: every one of the first behind donors', then at most
+// older of the rest's.
+func surplusOf(donors []*grantState, behind, older int) []surplusWorker {
+	var cands []surplusWorker
+	for j, g := range donors {
+		if j >= behind && older == 0 {
+			break
+		}
+		for i := len(g.workers) - 1; i >= int(g.req.Min); i-- {
+			if g.workers[i] >= 0 {
+				if j >= behind {
+					if older == 0 {
+						break
+					}
+					older--
+				}
+				cands = append(cands, surplusWorker{g: g, index: i})
+			}
+		}
+	}
+	return cands
+}
+
+// shortestFit is the least n in [1, upTo] for which fits(n), given
+// fits(upTo). Freeing more never hurts, so it is found by binary search.
+func shortestFit(upTo int, fits func(n int) bool) int {
+	lo, hi := 1, upTo
+	for lo < hi {
+		mid := (lo + hi) / 2
+		if fits(mid) {
+			hi = mid
+		} else {
+			lo = mid + 1
+		}
+	}
+	return lo
+}
+
+// shrinkDonors takes the surplus workers taken from the donors for gr for
+// real, one Shrink per donor in plan, highest index first.
+func (s *State) shrinkDonors(plan *Plan, gr *gangReq, donors []*grantState, taken []surplusWorker) {
 	shrunk := map[*grantState]int{}
-	for _, w := range cands[:lo] {
+	for _, w := range taken {
 		shrunk[w.g]++
 	}
 	for _, g := range donors {
@@ -496,7 +523,6 @@ func (s *State) reclaim(gr *gangReq, c *nodeClass, fence []bool, all []*grantSta
 		}
 		plan.Shrinks = append(plan.Shrinks, sh)
 	}
-	return p.nodes
 }
 
 // adjust frees (+1) or re-charges (-1) the capacity of surplus workers,

@@ -25,15 +25,11 @@ var funcLenRoots = []string{".", "../driver", "../controllers", "../sim", "../ph
 // module root) still over the limit. Each entry is a TODO: split it into
 // named steps and remove it here.
 var longFuncAllowlist = map[string]bool{
-	"engine/cycle.go:reclaim":                            true, // TODO: split into named steps
-	"engine/preempt.go:preemptFor":                       true, // TODO: split into named steps
 	"sim/bound.go:tightBound":                            true, // TODO: split into named steps
 	"sim/queuemetrics.go:fairness":                       true, // TODO: split into named steps
 	"sim/report/gantt.go:WriteGantt":                     true, // TODO: split into named steps
 	"sim/report/gantt.go:layoutGantt":                    true, // TODO: split into named steps
 	"sim/report/queuechart.go:WriteQueueChart":           true, // TODO: split into named steps
-	"phases/next.go:round":                               true, // TODO: split into named steps
-	"phases/validate.go:Compile":                         true, // TODO: split into named steps
 	"cmd/phasegang/internal/cli/simulate.go:runSimulate": true, // TODO: split into named steps
 }
 

@@ -276,28 +276,49 @@ type victim struct {
 // gr in. It returns the resources gr was short of if it preempted or
 // shrank anything.
 func (s *State) preemptFor(plan *Plan, now time.Time, gr *gangReq, qs *queueState, reserved map[GangKey]bool, filter victimFilter) map[ResourceName]bool {
-	c := s.queueCharge(gr)
-	shortOf := func(j int, a int64) bool {
-		return a > 0 && s.keptLeft(qs, j) < int64(gr.req.Min)*a
-	}
-	covered := func() bool {
-		for j, a := range c.amt {
-			if shortOf(j, a) {
-				return false
-			}
-		}
-		return true
-	}
-	if covered() {
+	w := &whatIf{s: s, gr: gr, qs: qs, charge: s.queueCharge(gr)}
+	if w.covered() {
 		return nil
 	}
-	// The resources the gang is short of, by name.
-	short := map[ResourceName]bool{}
-	for j, a := range c.amt {
-		if shortOf(j, a) {
-			short[qs.names[j]] = true
+	short := w.shortResources()
+	w.cands = s.preemptionCandidates(reserved, filter, short)
+	shrinks := w.shrinkSurplus()
+	wholes, ok := w.takeWholeGangs()
+	if !ok {
+		w.undo() // even every borrower together would not let it in
+		return nil
+	}
+	w.giveBackUnneeded(wholes, shrinks)
+	// Worth it on the nodes too: with what is taken gone, the gang must
+	// fit. Else it would stay queued, a gang behind it would backfill
+	// what was freed (the victim itself, queued again), and the same
+	// preemption repeat every cycle.
+	if !s.fitsWithout(gr, w.cands) {
+		w.undo()
+		return nil
+	}
+	// Apply: undo the what-if, then release and shrink for real.
+	taken := w.taken()
+	w.undo()
+	for _, t := range taken {
+		if t.whole {
+			s.preemptWhole(plan, now, t.v.g, gr, qs, filter, short)
+		} else {
+			s.shrinkFor(plan, t.v.g, gr, t.shrunk)
 		}
 	}
+	s.sumFree()
+	if len(taken) == 0 {
+		return nil
+	}
+	return short
+}
+
+// preemptionCandidates are the grants filter allows as victims for a gang
+// short of short, lowest priority first and youngest pipeline first among
+// equals. Reserved gangs, gangs already being released and gangs no queue
+// limits are never candidates.
+func (s *State) preemptionCandidates(reserved map[GangKey]bool, filter victimFilter, short map[ResourceName]bool) []*victim {
 	var cands []*victim
 	for _, key := range s.grantKeys() {
 		g := s.grants[key]
@@ -315,68 +336,129 @@ func (s *State) preemptFor(plan *Plan, now time.Time, gr *gangReq, qs *queueStat
 			cands = append(cands, &victim{g: g})
 		}
 	}
-	// Lowest priority first, youngest pipeline first among equals.
 	slices.SortFunc(cands, func(a, b *victim) int { return compareQueue(&b.g.req, &a.g.req) })
-	// takeOne / putOne change only the queues' use: a what-if.
-	shrinkOne := func(v *victim) { v.shrunk++; s.chargeQueue(&v.g.gangReq, -1) }
-	unshrinkOne := func(v *victim) { v.shrunk--; s.chargeQueue(&v.g.gangReq, 1) }
-	rest := func(v *victim) int64 { return int64(len(v.g.workers) - v.shrunk) }
-	takeWhole := func(v *victim) { v.whole = true; s.chargeQueue(&v.g.gangReq, -rest(v)) }
-	putWhole := func(v *victim) { v.whole = false; s.chargeQueue(&v.g.gangReq, rest(v)) }
-	undo := func() {
-		for _, v := range cands {
-			if v.whole {
-				putWhole(v)
-			}
-			for v.shrunk > 0 {
-				unshrinkOne(v)
-			}
+	return cands
+}
+
+// whatIf is preemptFor's trial: it takes surplus workers and whole gangs
+// from the candidates by changing only the queues' use, so that each
+// choice can be tested (covered) and given back (undo) before anything is
+// released for real.
+type whatIf struct {
+	s      *State
+	gr     *gangReq     // the waiting gang
+	qs     *queueState  // the queue whose quota it needs
+	charge *queueCharge // what gr charges qs
+	cands  []*victim
+}
+
+// shortOf reports whether, with its current use, qs keeps too little of
+// resource j for gr's Min workers at a each.
+func (w *whatIf) shortOf(j int, a int64) bool {
+	return a > 0 && w.s.keptLeft(w.qs, j) < int64(w.gr.req.Min)*a
+}
+
+// covered reports whether gr is short of nothing.
+func (w *whatIf) covered() bool {
+	for j, a := range w.charge.amt {
+		if w.shortOf(j, a) {
+			return false
 		}
 	}
+	return true
+}
 
-	// 1. Elastic surplus, one worker at a time.
-	var shrinks []*victim // in the order taken, one entry per worker
-	for _, v := range cands {
-		for !covered() && int32(len(v.g.workers)-v.shrunk) > v.g.req.Min {
-			shrinkOne(v)
+// shortResources are the resources gr is short of, by name.
+func (w *whatIf) shortResources() map[ResourceName]bool {
+	short := map[ResourceName]bool{}
+	for j, a := range w.charge.amt {
+		if w.shortOf(j, a) {
+			short[w.qs.names[j]] = true
+		}
+	}
+	return short
+}
+
+func (w *whatIf) shrinkOne(v *victim)   { v.shrunk++; w.s.chargeQueue(&v.g.gangReq, -1) }
+func (w *whatIf) unshrinkOne(v *victim) { v.shrunk--; w.s.chargeQueue(&v.g.gangReq, 1) }
+func (w *whatIf) takeWhole(v *victim)   { v.whole = true; w.s.chargeQueue(&v.g.gangReq, -v.rest()) }
+func (w *whatIf) putWhole(v *victim)    { v.whole = false; w.s.chargeQueue(&v.g.gangReq, v.rest()) }
+
+// rest is the number of v's workers not shrunk.
+func (v *victim) rest() int64 { return int64(len(v.g.workers) - v.shrunk) }
+
+// undo gives back everything taken, leaving the queues' use as it was.
+func (w *whatIf) undo() {
+	for _, v := range w.cands {
+		if v.whole {
+			w.putWhole(v)
+		}
+		for v.shrunk > 0 {
+			w.unshrinkOne(v)
+		}
+	}
+}
+
+// shrinkSurplus takes elastic surplus, one worker at a time, until gr is
+// covered. It returns the victims in the order taken, one entry per worker.
+func (w *whatIf) shrinkSurplus() []*victim {
+	var shrinks []*victim
+	for _, v := range w.cands {
+		for !w.covered() && int32(len(v.g.workers)-v.shrunk) > v.g.req.Min {
+			w.shrinkOne(v)
 			shrinks = append(shrinks, v)
 		}
 	}
-	// 2. Whole gangs.
+	return shrinks
+}
+
+// takeWholeGangs takes whole gangs until gr is covered, in the order
+// taken; false if even all of them would not cover it.
+func (w *whatIf) takeWholeGangs() ([]*victim, bool) {
 	var wholes []*victim
-	for !covered() {
-		var pick *victim
-		for _, v := range cands {
-			if v.whole {
-				continue
-			}
-			if pick != nil && v.g.req.Priority != pick.g.req.Priority {
-				break // only the lowest priority left
-			}
-			if pick == nil {
-				pick = v // the youngest of the lowest priority
-			}
-			takeWhole(v)
-			alone := covered()
-			putWhole(v)
-			if alone {
-				pick = v
-				break
-			}
-		}
+	for !w.covered() {
+		pick := w.pickWhole()
 		if pick == nil {
-			undo() // even every borrower together would not let it in
-			return nil
+			return wholes, false
 		}
-		takeWhole(pick)
+		w.takeWhole(pick)
 		wholes = append(wholes, pick)
 	}
-	// Give back what turned out not to be needed: later choices first.
+	return wholes, true
+}
+
+// pickWhole is the next gang to take whole: among the lowest priority
+// left, the first (youngest) that covers gr alone, else the youngest.
+func (w *whatIf) pickWhole() *victim {
+	var pick *victim
+	for _, v := range w.cands {
+		if v.whole {
+			continue
+		}
+		if pick != nil && v.g.req.Priority != pick.g.req.Priority {
+			break // only the lowest priority left
+		}
+		if pick == nil {
+			pick = v // the youngest of the lowest priority
+		}
+		w.takeWhole(v)
+		alone := w.covered()
+		w.putWhole(v)
+		if alone {
+			return v
+		}
+	}
+	return pick
+}
+
+// giveBackUnneeded gives back what turned out not to be needed: later
+// choices first.
+func (w *whatIf) giveBackUnneeded(wholes, shrinks []*victim) {
 	for i := len(wholes) - 1; i >= 0; i-- {
 		v := wholes[i]
-		putWhole(v)
-		if !covered() {
-			takeWhole(v)
+		w.putWhole(v)
+		if !w.covered() {
+			w.takeWhole(v)
 		}
 	}
 	for i := len(shrinks) - 1; i >= 0; i-- {
@@ -384,59 +466,56 @@ func (s *State) preemptFor(plan *Plan, now time.Time, gr *gangReq, qs *queueStat
 		if v.whole || v.shrunk == 0 {
 			continue
 		}
-		unshrinkOne(v)
-		if !covered() {
-			shrinkOne(v)
+		w.unshrinkOne(v)
+		if !w.covered() {
+			w.shrinkOne(v)
 		}
 	}
-	// Worth it on the nodes too: with what is taken gone, the gang must
-	// fit. Else it would stay queued, a gang behind it would backfill
-	// what was freed (the victim itself, queued again), and the same
-	// preemption repeat every cycle.
-	if !s.fitsWithout(gr, cands) {
-		undo()
-		return nil
-	}
-	// Apply: undo the what-if, then release and shrink for real.
-	type taken struct {
-		v      *victim
-		shrunk int
-		whole  bool
-	}
-	var apply []taken
-	for _, v := range cands {
+}
+
+// takenVictim is what the what-if took of one victim, kept to be applied
+// for real after the what-if is undone.
+type takenVictim struct {
+	v      *victim
+	shrunk int
+	whole  bool
+}
+
+// taken lists what the what-if took, in candidate order.
+func (w *whatIf) taken() []takenVictim {
+	var taken []takenVictim
+	for _, v := range w.cands {
 		if v.whole || v.shrunk > 0 {
-			apply = append(apply, taken{v, v.shrunk, v.whole})
+			taken = append(taken, takenVictim{v, v.shrunk, v.whole})
 		}
 	}
-	undo()
-	for _, t := range apply {
-		g := t.v.g
-		key := g.req.Gang
-		if t.whole {
-			vq := s.queues[s.queueCharge(&g.gangReq).q]
-			msg := filter.message(g, short, now)
-			s.unreserve(g, len(g.workers))
-			s.dropGrant(key)
-			plan.Releases = append(plan.Releases, Release{Gang: key, Reason: ReleasePreempted, Message: msg})
-			plan.Preemptions = append(plan.Preemptions, Preemption{Gang: key, For: gr.req.Gang, Queue: vq.q.Name, Lender: qs.q.Name, Message: msg})
-			continue
+	return taken
+}
+
+// preemptWhole releases the grant g for gr for real and records the
+// release and the preemption in plan.
+func (s *State) preemptWhole(plan *Plan, now time.Time, g *grantState, gr *gangReq, qs *queueState, filter victimFilter, short map[ResourceName]bool) {
+	key := g.req.Gang
+	vq := s.queues[s.queueCharge(&g.gangReq).q]
+	msg := filter.message(g, short, now)
+	s.unreserve(g, len(g.workers))
+	s.dropGrant(key)
+	plan.Releases = append(plan.Releases, Release{Gang: key, Reason: ReleasePreempted, Message: msg})
+	plan.Preemptions = append(plan.Preemptions, Preemption{Gang: key, For: gr.req.Gang, Queue: vq.q.Name, Lender: qs.q.Name, Message: msg})
+}
+
+// shrinkFor takes g's n highest workers for gr for real and records the
+// shrink, highest index first, in plan.
+func (s *State) shrinkFor(plan *Plan, g *grantState, gr *gangReq, n int) {
+	first := len(g.workers) - n
+	removed := s.give(g, n)
+	sh := Shrink{Gang: g.req.Gang, For: gr.req.Gang}
+	for j := len(removed) - 1; j >= 0; j-- {
+		if removed[j] >= 0 {
+			sh.Workers = append(sh.Workers, WorkerPlacement{Index: int32(first + j), Node: s.nodes[removed[j]].node.Name})
 		}
-		first := len(g.workers) - t.shrunk
-		removed := s.give(g, t.shrunk)
-		sh := Shrink{Gang: key, For: gr.req.Gang}
-		for j := len(removed) - 1; j >= 0; j-- {
-			if removed[j] >= 0 {
-				sh.Workers = append(sh.Workers, WorkerPlacement{Index: int32(first + j), Node: s.nodes[removed[j]].node.Name})
-			}
-		}
-		plan.Shrinks = append(plan.Shrinks, sh)
 	}
-	s.sumFree()
-	if len(apply) == 0 {
-		return nil
-	}
-	return short
+	plan.Shrinks = append(plan.Shrinks, sh)
 }
 
 // fitsWithout reports whether gr's Min workers fit on the nodes once the
