@@ -278,9 +278,21 @@ func phaseLabel(c *CompiledPhase, it int32) string {
 }
 
 // round takes the decisions that the status allows now, without applying
-// them; Next applies and repeats.
+// them; Next applies and repeats. Each step returns false when it failed
+// the pipeline, which ends the round.
 func (p *Pipeline) round(s *v1alpha1.PhasedTrainingStatus, obs Observations, now time.Time, r *Step) {
-	// 1. Running attempts: ended, timed out, or not started in time.
+	if !p.checkRunning(s, obs, now, r) {
+		return
+	}
+	if !p.retryFailed(s, r) {
+		return
+	}
+	p.startReady(s, r)
+}
+
+// checkRunning is step 1, the running attempts: ended, timed out, or not
+// started in time.
+func (p *Pipeline) checkRunning(s *v1alpha1.PhasedTrainingStatus, obs Observations, now time.Time, r *Step) bool {
 	for i := range s.Phases {
 		e := &s.Phases[i]
 		c := p.byName[e.Name]
@@ -288,44 +300,67 @@ func (p *Pipeline) round(s *v1alpha1.PhasedTrainingStatus, obs Observations, now
 			continue
 		}
 		in := Instance{e.Name, e.Iteration, e.Attempt}
-		o, observed := obs[in]
-		if observed {
-			if end, decided, err := p.judge(c, e, o); err != nil {
-				p.fail(r, v1alpha1.ReasonExpressionError, fmt.Sprintf("%s: %s: %v", c.Path.Child("successPolicy"), phaseLabel(c, e.Iteration), err))
-				return
-			} else if decided {
-				end.Instance = in
-				r.End = append(r.End, end)
-				continue
+		if o, observed := obs[in]; observed {
+			handled, ok := p.checkObserved(c, e, in, o, now, r)
+			if !ok {
+				return false
 			}
-			if o.Lost > 0 {
-				r.Requeue = append(r.Requeue, lostWorkers(in, o, now))
-				continue
-			}
-			if o.Refused != "" {
-				p.startFailed(r, c, e, in, v1alpha1.PhaseEventFailedCreate, o.RefusedForGood,
-					"the API server refused a worker's pod: "+o.Refused, now)
+			if handled {
 				continue
 			}
 		}
-		if c.Timeout > 0 && e.StartTime != nil && now.After(e.StartTime.Add(c.Timeout)) {
-			r.End = append(r.End, Ending{
-				Instance: in, State: v1alpha1.PhaseFailed, Reason: v1alpha1.ReasonPhaseTimedOut,
-				Message: fmt.Sprintf("%s after %s (spec.phases[%d].timeout)", timedOutPrefix, c.Timeout, c.Index),
-				Workers: e.Workers,
-			})
-			continue
-		}
-		if c.StartTimeout > 0 && e.ReservedTime != nil && e.StartTime == nil && now.After(e.ReservedTime.Add(c.StartTimeout)) {
-			msg := fmt.Sprintf("not every worker was running %s after the gang was reserved", c.StartTimeout)
-			if e.WaitingFor != "" {
-				msg += " (" + e.WaitingFor + ")"
-			}
-			p.startFailed(r, c, e, in, v1alpha1.PhaseEventStartTimeout, false, msg, now)
-		}
+		p.checkTimeouts(c, e, in, now, r)
 	}
+	return true
+}
 
-	// 2. Failed attempts: retry or fail the pipeline.
+// checkObserved decides on running attempt e from what its workers did:
+// ended, lost a worker, or refused by the API server. handled is whether
+// it decided; ok is false when it failed the pipeline.
+func (p *Pipeline) checkObserved(c *CompiledPhase, e *v1alpha1.PhaseStatus, in Instance, o Observation, now time.Time, r *Step) (handled, ok bool) {
+	if end, decided, err := p.judge(c, e, o); err != nil {
+		p.fail(r, v1alpha1.ReasonExpressionError, fmt.Sprintf("%s: %s: %v", c.Path.Child("successPolicy"), phaseLabel(c, e.Iteration), err))
+		return true, false
+	} else if decided {
+		end.Instance = in
+		r.End = append(r.End, end)
+		return true, true
+	}
+	if o.Lost > 0 {
+		r.Requeue = append(r.Requeue, lostWorkers(in, o, now))
+		return true, true
+	}
+	if o.Refused != "" {
+		p.startFailed(r, c, e, in, v1alpha1.PhaseEventFailedCreate, o.RefusedForGood,
+			"the API server refused a worker's pod: "+o.Refused, now)
+		return true, true
+	}
+	return false, true
+}
+
+// checkTimeouts fails running attempt e past its timeout, or past its
+// start timeout with a worker not yet running.
+func (p *Pipeline) checkTimeouts(c *CompiledPhase, e *v1alpha1.PhaseStatus, in Instance, now time.Time, r *Step) {
+	if c.Timeout > 0 && e.StartTime != nil && now.After(e.StartTime.Add(c.Timeout)) {
+		r.End = append(r.End, Ending{
+			Instance: in, State: v1alpha1.PhaseFailed, Reason: v1alpha1.ReasonPhaseTimedOut,
+			Message: fmt.Sprintf("%s after %s (spec.phases[%d].timeout)", timedOutPrefix, c.Timeout, c.Index),
+			Workers: e.Workers,
+		})
+		return
+	}
+	if c.StartTimeout > 0 && e.ReservedTime != nil && e.StartTime == nil && now.After(e.ReservedTime.Add(c.StartTimeout)) {
+		msg := fmt.Sprintf("not every worker was running %s after the gang was reserved", c.StartTimeout)
+		if e.WaitingFor != "" {
+			msg += " (" + e.WaitingFor + ")"
+		}
+		p.startFailed(r, c, e, in, v1alpha1.PhaseEventStartTimeout, false, msg, now)
+	}
+}
+
+// retryFailed is step 2, the failed attempts: retry, or fail the pipeline
+// once a phase has used up its retries.
+func (p *Pipeline) retryFailed(s *v1alpha1.PhasedTrainingStatus, r *Step) bool {
 	for i := range s.Phases {
 		e := &s.Phases[i]
 		c := p.byName[e.Name]
@@ -343,10 +378,14 @@ func (p *Pipeline) round(s *v1alpha1.PhasedTrainingStatus, obs Observations, now
 			reason = v1alpha1.ReasonStartFailed
 		}
 		p.fail(r, reason, fmt.Sprintf("%s failed after %d attempt(s): %s", phaseLabel(c, e.Iteration), e.Attempt+1, e.Message))
-		return
+		return false
 	}
+	return true
+}
 
-	// 3. The loop, then 4. phases whose dependencies ended.
+// startReady is steps 3 and 4: the loop, then the phases whose
+// dependencies ended, queued or skipped by their when.
+func (p *Pipeline) startReady(s *v1alpha1.PhasedTrainingStatus, r *Step) {
 	cur := p.currentIteration(s)
 	ls, _, err := p.loopState(s, cur)
 	if err != nil {
@@ -354,59 +393,74 @@ func (p *Pipeline) round(s *v1alpha1.PhasedTrainingStatus, obs Observations, now
 		return
 	}
 	for _, c := range p.phases {
-		it := int32(0)
-		if c.InLoop {
-			switch ls {
-			case loopDone:
-				continue
-			case loopNext:
-				it = cur + 1
-			default:
-				it = cur
-			}
-		} else if c.AfterLoop && ls != loopDone {
+		it, due := nextIteration(c, ls, cur)
+		if !due || latest(s, c.Name, it) != nil || !p.depsEnded(s, c, it, cur) {
 			continue
 		}
-		if latest(s, c.Name, it) != nil {
-			continue
+		if !p.queueOrSkip(s, c, it, cur, r) {
+			return
 		}
-		ready := true
-		for _, d := range c.deps {
-			dc := p.phases[d]
-			at := int32(0)
-			if dc.InLoop {
-				// Inside the loop: the same iteration. After it: the last.
-				at = cur
-				if c.InLoop {
-					at = it
-				}
-			}
-			if !endedOK(latest(s, dc.Name, at)) {
-				ready = false
-				break
-			}
-		}
-		if !ready {
-			continue
-		}
-		in := Instance{Name: c.Name, Iteration: it}
-		if c.when != nil {
-			view := it
-			if !c.InLoop {
-				view = cur
-			}
-			ok, err := p.env.run(c.when, p.env.graphEnv(view, p.views(s, view)))
-			if err != nil {
-				p.fail(r, v1alpha1.ReasonExpressionError, fmt.Sprintf("%s: %s: %v", c.Path.Child("when"), phaseLabel(c, it), err))
-				return
-			}
-			if !ok {
-				r.Skip = append(r.Skip, Skip{Instance: in, Message: "when was false: " + c.Spec.When})
-				continue
-			}
-		}
-		r.Queue = append(r.Queue, in)
 	}
+}
+
+// nextIteration is the iteration of c that may start next with the loop
+// in state ls at iteration cur; due is false when none may: c is in a
+// loop that is done, or waits for a loop that is not.
+func nextIteration(c *CompiledPhase, ls loopState, cur int32) (it int32, due bool) {
+	if c.InLoop {
+		switch ls {
+		case loopDone:
+			return 0, false
+		case loopNext:
+			return cur + 1, true
+		default:
+			return cur, true
+		}
+	}
+	return 0, !c.AfterLoop || ls == loopDone
+}
+
+// depsEnded reports whether every dependency of c's iteration it ended
+// well.
+func (p *Pipeline) depsEnded(s *v1alpha1.PhasedTrainingStatus, c *CompiledPhase, it, cur int32) bool {
+	for _, d := range c.deps {
+		dc := p.phases[d]
+		at := int32(0)
+		if dc.InLoop {
+			// Inside the loop: the same iteration. After it: the last.
+			at = cur
+			if c.InLoop {
+				at = it
+			}
+		}
+		if !endedOK(latest(s, dc.Name, at)) {
+			return false
+		}
+	}
+	return true
+}
+
+// queueOrSkip queues c's iteration it, or skips it when its when is false;
+// false when evaluating when failed the pipeline.
+func (p *Pipeline) queueOrSkip(s *v1alpha1.PhasedTrainingStatus, c *CompiledPhase, it, cur int32, r *Step) bool {
+	in := Instance{Name: c.Name, Iteration: it}
+	if c.when != nil {
+		view := it
+		if !c.InLoop {
+			view = cur
+		}
+		ok, err := p.env.run(c.when, p.env.graphEnv(view, p.views(s, view)))
+		if err != nil {
+			p.fail(r, v1alpha1.ReasonExpressionError, fmt.Sprintf("%s: %s: %v", c.Path.Child("when"), phaseLabel(c, it), err))
+			return false
+		}
+		if !ok {
+			r.Skip = append(r.Skip, Skip{Instance: in, Message: "when was false: " + c.Spec.When})
+			return true
+		}
+	}
+	r.Queue = append(r.Queue, in)
+	return true
 }
 
 // lostWorkers releases a gang that lost a worker to someone else (a

@@ -112,240 +112,323 @@ func Compile(pt *v1alpha1.PhasedTraining) (*Pipeline, field.ErrorList) {
 	if pt == nil {
 		return nil, field.ErrorList{field.Required(root, "a PhasedTraining is required")}
 	}
-	spec := &pt.Spec
-	pp := root.Child("phases")
-	var errs field.ErrorList
+	c := newCompiler(root, &pt.Spec)
+	c.checkPhaseCount()
+	for i := range c.spec.Phases {
+		c.checkPhase(i)
+	}
+	c.resolveDependencies()
+	c.checkCycles()
+	c.resolveIterate()
+	c.checkScheduling()
+	// Expressions, against the types of this spec.
+	c.env = buildEnv(c.names, c.keys)
+	for i := range c.spec.Phases {
+		c.compiled[i] = c.compilePhase(i)
+	}
+	c.compileLoop()
+	if len(c.errs) > 0 {
+		return nil, c.errs
+	}
+	return c.pipeline(), nil
+}
 
-	n := len(spec.Phases)
-	if n == 0 {
-		errs = append(errs, field.Required(pp, "must have at least one phase"))
-	}
-	if n > maxPhases {
-		errs = append(errs, field.TooMany(pp, n, maxPhases))
-	}
-	errs = append(errs, validateRetention(root, spec)...)
+// compiler is Compile's state: what each step learns of the spec that a
+// later step needs, and every problem found so far, in the order found.
+type compiler struct {
+	spec     *v1alpha1.PhasedTrainingSpec
+	root, pp *field.Path // spec and spec.phases
+	errs     field.ErrorList
 
 	// names[i] is phase i's name for lookups, "" when empty or a duplicate
-	// (the first phase with a name wins).
-	names := make([]string, n)
-	index := map[string]int{}
-	keys := make([][]string, n)
-	for i := range spec.Phases {
-		ph := &spec.Phases[i]
-		p := pp.Index(i)
-		errs = append(errs, validateName(p.Child("name"), ph.Name)...)
-		if ph.Name != "" {
-			if _, dup := index[ph.Name]; dup {
-				errs = append(errs, field.Duplicate(p.Child("name"), ph.Name))
-			} else {
-				index[ph.Name] = i
-				names[i] = ph.Name
-			}
-		}
+	// (the first phase with a name wins); index is its inverse.
+	names []string
+	index map[string]int
+	keys  [][]string // keys[i] are phase i's valid outputs
 
-		errs = append(errs, validateGang(p.Child("gang"), ph.Gang)...)
-		errs = append(errs, validateTemplate(p.Child("template"), &ph.Template)...)
-		errs = appendIf(errs, inRange(p.Child("maxRetries"), ph.MaxRetries, 0, maxRetries))
-		if ph.StartBackoffLimit != nil {
-			errs = appendIf(errs, inRange(p.Child("startBackoffLimit"), *ph.StartBackoffLimit, 0, maxRetries))
-		}
-		if ph.Timeout != nil && ph.Timeout.Duration <= 0 {
-			errs = append(errs, field.Invalid(p.Child("timeout"), ph.Timeout.Duration.String(), "must be greater than 0 when set"))
-		}
-		if ph.StartTimeout != nil && ph.StartTimeout.Duration <= 0 {
-			errs = append(errs, field.Invalid(p.Child("startTimeout"), ph.StartTimeout.Duration.String(), "must be greater than 0 when set"))
-		}
+	deps   [][]int
+	depIdx [][]int // depIdx[i][k] is the dependsOn index of deps[i][k]
+	// ancestors[i][k]: phase k must end before phase i starts; nil when
+	// the dependencies have a cycle.
+	ancestors [][]bool
 
-		errs = appendIf(errs, tooMany(p.Child("outputs"), len(ph.Outputs), maxRefs))
-		seen := map[string]bool{}
-		for j, k := range ph.Outputs {
-			kp := p.Child("outputs").Index(j)
-			switch {
-			case len(k) > maxOutputLength:
-				errs = append(errs, field.Invalid(kp, k, fmt.Sprintf("must be at most %d characters", maxOutputLength)))
-			case !identifierRE.MatchString(k):
-				errs = append(errs, field.Invalid(kp, k, "must be an identifier: a letter or '_' followed by letters, digits or '_'"))
-			case seen[k]:
-				errs = append(errs, field.Duplicate(kp, k))
-			default:
-				seen[k] = true
-				keys[i] = append(keys[i], k)
-			}
+	inLoop []bool // phases named by iterate
+	chain  []int  // their indices, in order
+
+	env      *envTypes
+	compiled []*CompiledPhase
+	loop     *loop
+}
+
+func newCompiler(root *field.Path, spec *v1alpha1.PhasedTrainingSpec) *compiler {
+	n := len(spec.Phases)
+	return &compiler{
+		spec: spec, root: root, pp: root.Child("phases"),
+		names: make([]string, n), index: map[string]int{}, keys: make([][]string, n),
+		deps: make([][]int, n), depIdx: make([][]int, n),
+		inLoop: make([]bool, n), compiled: make([]*CompiledPhase, n),
+	}
+}
+
+// checkPhaseCount checks the number of phases and the retention settings.
+func (c *compiler) checkPhaseCount() {
+	n := len(c.spec.Phases)
+	if n == 0 {
+		c.errs = append(c.errs, field.Required(c.pp, "must have at least one phase"))
+	}
+	if n > maxPhases {
+		c.errs = append(c.errs, field.TooMany(c.pp, n, maxPhases))
+	}
+	c.errs = append(c.errs, validateRetention(c.root, c.spec)...)
+}
+
+// checkPhase checks phase i's own fields and records its name and outputs
+// for the steps that resolve references to them.
+func (c *compiler) checkPhase(i int) {
+	ph := &c.spec.Phases[i]
+	p := c.pp.Index(i)
+	c.errs = append(c.errs, validateName(p.Child("name"), ph.Name)...)
+	if ph.Name != "" {
+		if _, dup := c.index[ph.Name]; dup {
+			c.errs = append(c.errs, field.Duplicate(p.Child("name"), ph.Name))
+		} else {
+			c.index[ph.Name] = i
+			c.names[i] = ph.Name
 		}
 	}
 
-	// Dependencies.
-	deps := make([][]int, n)
-	depIdx := make([][]int, n) // depIdx[i][k] is the dependsOn index of deps[i][k]
-	for i := range spec.Phases {
-		ph := &spec.Phases[i]
-		errs = appendIf(errs, tooMany(pp.Index(i).Child("dependsOn"), len(ph.DependsOn), maxRefs))
+	c.errs = append(c.errs, validateGang(p.Child("gang"), ph.Gang)...)
+	c.errs = append(c.errs, validateTemplate(p.Child("template"), &ph.Template)...)
+	c.errs = appendIf(c.errs, inRange(p.Child("maxRetries"), ph.MaxRetries, 0, maxRetries))
+	if ph.StartBackoffLimit != nil {
+		c.errs = appendIf(c.errs, inRange(p.Child("startBackoffLimit"), *ph.StartBackoffLimit, 0, maxRetries))
+	}
+	if ph.Timeout != nil && ph.Timeout.Duration <= 0 {
+		c.errs = append(c.errs, field.Invalid(p.Child("timeout"), ph.Timeout.Duration.String(), "must be greater than 0 when set"))
+	}
+	if ph.StartTimeout != nil && ph.StartTimeout.Duration <= 0 {
+		c.errs = append(c.errs, field.Invalid(p.Child("startTimeout"), ph.StartTimeout.Duration.String(), "must be greater than 0 when set"))
+	}
+	c.checkOutputs(i)
+}
+
+// checkOutputs checks phase i's outputs and records the valid ones.
+func (c *compiler) checkOutputs(i int) {
+	ph := &c.spec.Phases[i]
+	p := c.pp.Index(i)
+	c.errs = appendIf(c.errs, tooMany(p.Child("outputs"), len(ph.Outputs), maxRefs))
+	seen := map[string]bool{}
+	for j, k := range ph.Outputs {
+		kp := p.Child("outputs").Index(j)
+		switch {
+		case len(k) > maxOutputLength:
+			c.errs = append(c.errs, field.Invalid(kp, k, fmt.Sprintf("must be at most %d characters", maxOutputLength)))
+		case !identifierRE.MatchString(k):
+			c.errs = append(c.errs, field.Invalid(kp, k, "must be an identifier: a letter or '_' followed by letters, digits or '_'"))
+		case seen[k]:
+			c.errs = append(c.errs, field.Duplicate(kp, k))
+		default:
+			seen[k] = true
+			c.keys[i] = append(c.keys[i], k)
+		}
+	}
+}
+
+// resolveDependencies turns every phase's dependsOn names into indices.
+func (c *compiler) resolveDependencies() {
+	for i := range c.spec.Phases {
+		ph := &c.spec.Phases[i]
+		c.errs = appendIf(c.errs, tooMany(c.pp.Index(i).Child("dependsOn"), len(ph.DependsOn), maxRefs))
 		seen := map[string]bool{}
 		for j, d := range ph.DependsOn {
-			dp := pp.Index(i).Child("dependsOn").Index(j)
-			t, ok := index[d]
+			dp := c.pp.Index(i).Child("dependsOn").Index(j)
+			t, ok := c.index[d]
 			switch {
 			case !isName(d):
-				errs = append(errs, field.Invalid(dp, d, notAName(d, names)))
+				c.errs = append(c.errs, field.Invalid(dp, d, notAName(d, c.names)))
 			case d == ph.Name:
-				errs = append(errs, field.Invalid(dp, d, "a phase cannot depend on itself"))
+				c.errs = append(c.errs, field.Invalid(dp, d, "a phase cannot depend on itself"))
 			case seen[d]:
-				errs = append(errs, field.Duplicate(dp, d))
+				c.errs = append(c.errs, field.Duplicate(dp, d))
 			case !ok:
-				errs = append(errs, field.Invalid(dp, d, unknownPhase(d, names)))
+				c.errs = append(c.errs, field.Invalid(dp, d, unknownPhase(d, c.names)))
 			default:
-				deps[i] = append(deps[i], t)
-				depIdx[i] = append(depIdx[i], j)
+				c.deps[i] = append(c.deps[i], t)
+				c.depIdx[i] = append(c.depIdx[i], j)
 			}
 			seen[d] = true
 		}
 	}
+}
+
+// checkCycles reports every dependency cycle and, when there is none,
+// computes the ancestors.
+func (c *compiler) checkCycles() {
 	cyclic := false
-	for _, c := range findCycles(deps) {
+	for _, cy := range findCycles(c.deps) {
 		cyclic = true
-		path := make([]string, len(c.path))
-		for k, i := range c.path {
-			path[k] = spec.Phases[i].Name
+		path := make([]string, len(cy.path))
+		for k, i := range cy.path {
+			path[k] = c.spec.Phases[i].Name
 		}
-		from := c.from
-		j := depIdx[from][c.edge]
-		errs = append(errs, field.Invalid(pp.Index(from).Child("dependsOn").Index(j), spec.Phases[from].DependsOn[j],
+		from := cy.from
+		j := c.depIdx[from][cy.edge]
+		c.errs = append(c.errs, field.Invalid(c.pp.Index(from).Child("dependsOn").Index(j), c.spec.Phases[from].DependsOn[j],
 			"dependency cycle "+strings.Join(path, " → ")))
 	}
-
-	// ancestors[i][k]: phase k must end before phase i starts.
-	var ancestors [][]bool
 	if !cyclic {
-		ancestors = closure(deps)
+		c.ancestors = closure(c.deps)
 	}
+}
 
-	// Iterate.
-	inLoop := make([]bool, n)
-	var chain []int
-	if it := spec.Iterate; it != nil {
-		ip := root.Child("iterate")
-		if len(it.Phases) == 0 {
-			errs = append(errs, field.Required(ip.Child("phases"), "must name at least one phase to repeat"))
+// resolveIterate marks the phases iterate names as in the loop and checks
+// that the loop is closed.
+func (c *compiler) resolveIterate() {
+	it := c.spec.Iterate
+	if it == nil {
+		return
+	}
+	ip := c.root.Child("iterate")
+	if len(it.Phases) == 0 {
+		c.errs = append(c.errs, field.Required(ip.Child("phases"), "must name at least one phase to repeat"))
+	}
+	c.errs = appendIf(c.errs, tooMany(ip.Child("phases"), len(it.Phases), maxRefs))
+	seen := map[string]bool{}
+	for j, name := range it.Phases {
+		jp := ip.Child("phases").Index(j)
+		i, ok := c.index[name]
+		switch {
+		case !isName(name):
+			c.errs = append(c.errs, field.Invalid(jp, name, notAName(name, c.names)))
+		case seen[name]:
+			c.errs = append(c.errs, field.Duplicate(jp, name))
+		case !ok:
+			c.errs = append(c.errs, field.Invalid(jp, name, unknownPhase(name, c.names)))
+		default:
+			c.inLoop[i] = true
 		}
-		errs = appendIf(errs, tooMany(ip.Child("phases"), len(it.Phases), maxRefs))
-		seen := map[string]bool{}
-		for j, name := range it.Phases {
-			jp := ip.Child("phases").Index(j)
-			i, ok := index[name]
-			switch {
-			case !isName(name):
-				errs = append(errs, field.Invalid(jp, name, notAName(name, names)))
-			case seen[name]:
-				errs = append(errs, field.Duplicate(jp, name))
-			case !ok:
-				errs = append(errs, field.Invalid(jp, name, unknownPhase(name, names)))
-			default:
-				inLoop[i] = true
-			}
-			seen[name] = true
-		}
-		for i := range inLoop {
-			if inLoop[i] {
-				chain = append(chain, i)
-			}
-		}
-		errs = appendIf(errs, inRange(ip.Child("maxIterations"), it.MaxIterations, 1, maxIterations))
-		if ancestors != nil {
-			errs = append(errs, checkClosed(ip.Child("phases"), spec, it.Phases, inLoop, ancestors)...)
+		seen[name] = true
+	}
+	for i := range c.inLoop {
+		if c.inLoop[i] {
+			c.chain = append(c.chain, i)
 		}
 	}
+	c.errs = appendIf(c.errs, inRange(ip.Child("maxIterations"), it.MaxIterations, 1, maxIterations))
+	if c.ancestors != nil {
+		c.errs = append(c.errs, checkClosed(ip.Child("phases"), c.spec, it.Phases, c.inLoop, c.ancestors)...)
+	}
+}
 
+// checkScheduling checks the pipeline's priority and queue.
+func (c *compiler) checkScheduling() {
+	spec, root := c.spec, c.root
 	if len(spec.PriorityClassName) > 0 && spec.Priority != nil {
-		errs = append(errs, field.Forbidden(root.Child("priorityClassName"), "may not be set together with spec.priority: set one of them"))
+		c.errs = append(c.errs, field.Forbidden(root.Child("priorityClassName"), "may not be set together with spec.priority: set one of them"))
 	}
-	errs = appendIf(errs, tooLong(root.Child("priorityClassName"), spec.PriorityClassName, maxPriorityClassName))
+	c.errs = appendIf(c.errs, tooLong(root.Child("priorityClassName"), spec.PriorityClassName, maxPriorityClassName))
 	if q := spec.QueueName; q != "" {
 		if e := tooLong(root.Child("queueName"), q, maxQueueName); e != nil {
-			errs = append(errs, e)
+			c.errs = append(c.errs, e)
 		} else if !queueNameRE.MatchString(q) {
-			errs = append(errs, field.Invalid(root.Child("queueName"), q, "must be a TenantQueue's name: lowercase letters, digits, '-' and '.'"))
+			c.errs = append(c.errs, field.Invalid(root.Child("queueName"), q, "must be a TenantQueue's name: lowercase letters, digits, '-' and '.'"))
 		}
 	}
+}
 
-	// Expressions, against the types of this spec.
-	env := buildEnv(names, keys)
-	compiled := make([]*CompiledPhase, n)
-	for i := range spec.Phases {
-		ph := &spec.Phases[i]
-		p := pp.Index(i)
-		c := &CompiledPhase{Index: i, Name: ph.Name, Spec: *ph.DeepCopy(), Path: p, InLoop: inLoop[i], deps: deps[i]}
-		if ph.Timeout != nil {
-			c.Timeout = ph.Timeout.Duration
-		}
-		if ph.StartTimeout != nil {
-			c.StartTimeout = ph.StartTimeout.Duration
-		}
-		c.StartBackoffLimit = v1alpha1.DefaultStartBackoffLimit
-		if ph.StartBackoffLimit != nil {
-			c.StartBackoffLimit = *ph.StartBackoffLimit
-		}
-		if e := tooLong(p.Child("when"), ph.When, maxExprLength); e != nil {
-			errs = append(errs, e)
-		} else if ph.When != "" {
-			prog, err := env.compileExpr(ph.When, env.graph, "")
-			if err != nil {
-				errs = append(errs, field.Invalid(p.Child("when"), ph.When, err.Error()))
-			}
-			c.when = prog
-		}
-		switch ph.SuccessPolicy {
-		case "", v1alpha1.SuccessPolicyAllWorkers:
-			c.policy = policyAllWorkers
-		case v1alpha1.SuccessPolicyChief:
-			c.policy = policyChief
-		default:
-			c.policy = policyExpr
-			if e := tooLong(p.Child("successPolicy"), ph.SuccessPolicy, maxExprLength); e != nil {
-				errs = append(errs, e)
-				break
-			}
-			if hint := miscased(ph.SuccessPolicy); hint != "" {
-				errs = append(errs, field.Invalid(p.Child("successPolicy"), ph.SuccessPolicy,
-					fmt.Sprintf("must be AllWorkers, Chief or a boolean expression (did you mean %s?)", hint)))
-				break
-			}
-			prog, err := env.compileExpr(ph.SuccessPolicy, env.policy[i], names[i])
-			if err != nil {
-				errs = append(errs, field.Invalid(p.Child("successPolicy"), ph.SuccessPolicy, err.Error()))
-			}
-			c.expr = prog
-		}
-		compiled[i] = c
+// compilePhase builds phase i's CompiledPhase, compiling its when and
+// successPolicy expressions.
+func (c *compiler) compilePhase(i int) *CompiledPhase {
+	ph := &c.spec.Phases[i]
+	p := c.pp.Index(i)
+	cp := &CompiledPhase{Index: i, Name: ph.Name, Spec: *ph.DeepCopy(), Path: p, InLoop: c.inLoop[i], deps: c.deps[i]}
+	if ph.Timeout != nil {
+		cp.Timeout = ph.Timeout.Duration
 	}
-	var lp *loop
-	if it := spec.Iterate; it != nil {
-		lp = &loop{chain: chain, maxIterations: it.MaxIterations}
-		if e := tooLong(root.Child("iterate", "until"), it.Until, maxExprLength); e != nil {
-			errs = append(errs, e)
-		} else if it.Until != "" {
-			prog, err := env.compileExpr(it.Until, env.graph, "")
-			if err != nil {
-				errs = append(errs, field.Invalid(root.Child("iterate", "until"), it.Until, err.Error()))
-			}
-			lp.until = prog
-		}
+	if ph.StartTimeout != nil {
+		cp.StartTimeout = ph.StartTimeout.Duration
 	}
+	cp.StartBackoffLimit = v1alpha1.DefaultStartBackoffLimit
+	if ph.StartBackoffLimit != nil {
+		cp.StartBackoffLimit = *ph.StartBackoffLimit
+	}
+	if e := tooLong(p.Child("when"), ph.When, maxExprLength); e != nil {
+		c.errs = append(c.errs, e)
+	} else if ph.When != "" {
+		prog, err := c.env.compileExpr(ph.When, c.env.graph, "")
+		if err != nil {
+			c.errs = append(c.errs, field.Invalid(p.Child("when"), ph.When, err.Error()))
+		}
+		cp.when = prog
+	}
+	c.compilePolicy(i, cp)
+	return cp
+}
 
-	if len(errs) > 0 {
-		return nil, errs
+// compilePolicy sets cp's success policy from phase i's successPolicy: a
+// keyword or a boolean expression.
+func (c *compiler) compilePolicy(i int, cp *CompiledPhase) {
+	ph := &c.spec.Phases[i]
+	p := c.pp.Index(i).Child("successPolicy")
+	switch ph.SuccessPolicy {
+	case "", v1alpha1.SuccessPolicyAllWorkers:
+		cp.policy = policyAllWorkers
+		return
+	case v1alpha1.SuccessPolicyChief:
+		cp.policy = policyChief
+		return
 	}
-	pl := &Pipeline{phases: compiled, byName: map[string]*CompiledPhase{}, loop: lp, env: env}
-	for i, c := range compiled {
-		pl.byName[c.Name] = c
-		if !c.InLoop {
-			for _, k := range chain {
-				if ancestors[i][k] {
-					c.AfterLoop = true
+	cp.policy = policyExpr
+	if e := tooLong(p, ph.SuccessPolicy, maxExprLength); e != nil {
+		c.errs = append(c.errs, e)
+		return
+	}
+	if hint := miscased(ph.SuccessPolicy); hint != "" {
+		c.errs = append(c.errs, field.Invalid(p, ph.SuccessPolicy,
+			fmt.Sprintf("must be AllWorkers, Chief or a boolean expression (did you mean %s?)", hint)))
+		return
+	}
+	prog, err := c.env.compileExpr(ph.SuccessPolicy, c.env.policy[i], c.names[i])
+	if err != nil {
+		c.errs = append(c.errs, field.Invalid(p, ph.SuccessPolicy, err.Error()))
+	}
+	cp.expr = prog
+}
+
+// compileLoop builds the loop of iterate, compiling its until expression.
+func (c *compiler) compileLoop() {
+	it := c.spec.Iterate
+	if it == nil {
+		return
+	}
+	c.loop = &loop{chain: c.chain, maxIterations: it.MaxIterations}
+	up := c.root.Child("iterate", "until")
+	if e := tooLong(up, it.Until, maxExprLength); e != nil {
+		c.errs = append(c.errs, e)
+	} else if it.Until != "" {
+		prog, err := c.env.compileExpr(it.Until, c.env.graph, "")
+		if err != nil {
+			c.errs = append(c.errs, field.Invalid(up, it.Until, err.Error()))
+		}
+		c.loop.until = prog
+	}
+}
+
+// pipeline assembles the Pipeline of a spec without problems, marking the
+// phases outside the loop that must wait for it.
+func (c *compiler) pipeline() *Pipeline {
+	pl := &Pipeline{phases: c.compiled, byName: map[string]*CompiledPhase{}, loop: c.loop, env: c.env}
+	for i, cp := range c.compiled {
+		pl.byName[cp.Name] = cp
+		if !cp.InLoop {
+			for _, k := range c.chain {
+				if c.ancestors[i][k] {
+					cp.AfterLoop = true
 				}
 			}
 		}
 	}
-	return pl, nil
+	return pl
 }
 
 // nameRule is what nameRE and maxNameLength allow, in words.
