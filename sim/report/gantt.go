@@ -92,20 +92,49 @@ type pipeColor struct {
 // nodes not listed there but present in r come after, sorted. The output
 // is deterministic.
 func WriteGantt(w io.Writer, r *sim.Result, nodes []string, gpusPerNode map[string]int) error {
-	l := layoutGantt(r, nodes, gpusPerNode)
 	b := bufio.NewWriterSize(w, 1<<16)
-	svg := &svgWriter{w: b}
+	g := newGanttSVG(&svgWriter{w: b}, layoutGantt(r, nodes, gpusPerNode))
+	g.header(r)
+	g.bands()
+	g.axis()
+	g.workers()
+	g.legend()
+	g.svg.s("</svg>\n")
+	if g.svg.err != nil {
+		return g.svg.err
+	}
+	return b.Flush()
+}
 
-	ticks, step := ganttTicks(l.tmax)
-	plotY := ganttTop
-	axisY := plotY + l.plotH
-	legendY := axisY + 44
-	legendRows := l.legendRows()
-	width := ganttLeft + ganttPlotW + ganttRight
-	height := legendY + 18*len(legendRows) + 10
+// ganttSVG is WriteGantt's drawing: the layout and the chart's frame,
+// computed once, shared by the parts drawn one after the other.
+type ganttSVG struct {
+	svg *svgWriter
+	l   *ganttLayout
 
-	svg.f(`<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" font-family="sans-serif" font-size="11">`+"\n", width, height, width, height)
-	svg.f(`<rect width="%d" height="%d" fill="#fff"/>`+"\n", width, height)
+	ticks         []time.Duration
+	step          time.Duration // between ticks
+	plotY, axisY  int           // top and bottom of the plot
+	legendY       int
+	legendRows    []legendRow
+	width, height int
+}
+
+func newGanttSVG(svg *svgWriter, l *ganttLayout) *ganttSVG {
+	g := &ganttSVG{svg: svg, l: l, plotY: ganttTop, legendRows: l.legendRows()}
+	g.ticks, g.step = ganttTicks(l.tmax)
+	g.axisY = g.plotY + l.plotH
+	g.legendY = g.axisY + 44
+	g.width = ganttLeft + ganttPlotW + ganttRight
+	g.height = g.legendY + 18*len(g.legendRows) + 10
+	return g
+}
+
+// header opens the SVG and writes the title and the subtitle.
+func (g *ganttSVG) header(r *sim.Result) {
+	svg, l := g.svg, g.l
+	svg.f(`<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" font-family="sans-serif" font-size="11">`+"\n", g.width, g.height, g.width, g.height)
+	svg.f(`<rect width="%d" height="%d" fill="#fff"/>`+"\n", g.width, g.height)
 	policy := string(r.Policy)
 	if policy == "" {
 		policy = "?"
@@ -121,8 +150,12 @@ func WriteGantt(w io.Writer, r *sim.Result, nodes []string, gpusPerNode map[stri
 		sub += fmt.Sprintf(" (%d workers without GPUs not shown)", l.skipped)
 	}
 	svg.f(`<text x="%d" y="38" fill="#555">%s</text>`+"\n", ganttLeft, esc(sub))
+}
 
-	// Bands: alternate shading, over-capacity lanes red, labels at left.
+// bands draws the node bands: alternate shading, over-capacity lanes red,
+// labels at left (every few bands when they are too thin for each).
+func (g *ganttSVG) bands() {
+	svg, l := g.svg, g.l
 	labelFS := min(11, max(7, l.laneH*4))
 	every := 1
 	if pitch := l.bandPitch(); pitch < labelFS {
@@ -130,7 +163,7 @@ func WriteGantt(w io.Writer, r *sim.Result, nodes []string, gpusPerNode map[stri
 	}
 	svg.s(`<g class="bands">` + "\n")
 	for i, bd := range l.bands {
-		y := plotY + bd.y
+		y := g.plotY + bd.y
 		h := bd.lanes * l.laneH
 		fill := "#f3f3f3"
 		if i%2 == 1 {
@@ -148,27 +181,63 @@ func WriteGantt(w io.Writer, r *sim.Result, nodes []string, gpusPerNode map[stri
 		if i%every != 0 {
 			continue
 		}
-		cy := float64(plotY+bd.y) + float64(bd.lanes*l.laneH)/2 + float64(labelFS)*0.35
+		cy := float64(g.plotY+bd.y) + float64(bd.lanes*l.laneH)/2 + float64(labelFS)*0.35
 		svg.f(`<text x="%d" y="%s">%s</text>`+"\n", ganttLeft-6, f1(cy), esc(ganttShort(bd.name, 20)))
 	}
 	svg.s("</g>\n")
+}
 
-	// Time grid and axis.
+// axis draws the time grid and the time axis.
+func (g *ganttSVG) axis() {
+	svg, l := g.svg, g.l
 	svg.s(`<g class="axis" stroke="#bbb" stroke-width="0.5">` + "\n")
-	for _, t := range ticks {
+	for _, t := range g.ticks {
 		x := f1(l.x(t) + ganttLeft)
-		svg.f(`<line x1="%s" y1="%d" x2="%s" y2="%d"/>`+"\n", x, plotY, x, axisY+4)
+		svg.f(`<line x1="%s" y1="%d" x2="%s" y2="%d"/>`+"\n", x, g.plotY, x, g.axisY+4)
 	}
-	svg.f(`<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="#333" stroke-width="1"/>`+"\n", ganttLeft, axisY, ganttLeft+ganttPlotW, axisY)
+	svg.f(`<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="#333" stroke-width="1"/>`+"\n", ganttLeft, g.axisY, ganttLeft+ganttPlotW, g.axisY)
 	svg.s("</g>\n")
 	svg.s(`<g class="ticks" text-anchor="middle" fill="#333">` + "\n")
-	for _, t := range ticks {
-		svg.f(`<text x="%s" y="%d">%s</text>`+"\n", f1(l.x(t)+ganttLeft), axisY+16, ganttTick(t, step))
+	for _, t := range g.ticks {
+		svg.f(`<text x="%s" y="%d">%s</text>`+"\n", f1(l.x(t)+ganttLeft), g.axisY+16, ganttTick(t, g.step))
 	}
 	svg.s("</g>\n")
-	svg.f(`<text x="%d" y="%d" text-anchor="middle" fill="#555">virtual time since the run's start</text>`+"\n", ganttLeft+ganttPlotW/2, axisY+32)
+	svg.f(`<text x="%d" y="%d" text-anchor="middle" fill="#555">virtual time since the run's start</text>`+"\n", ganttLeft+ganttPlotW/2, g.axisY+32)
+}
 
-	// Workers, grouped by colour; idle ones hatched.
+// workers draws every worker, grouped by colour (one <g> per style, so
+// that the file stays small); idle ones hatched.
+func (g *ganttSVG) workers() {
+	svg, l := g.svg, g.l
+	idleID := g.idlePatterns()
+	inset := 0
+	if l.laneH >= 4 {
+		inset = 1 // a hairline between lanes
+	}
+	svg.s(`<g class="workers">` + "\n")
+	var open string
+	for _, i := range l.drawOrder() {
+		it := l.items[i]
+		style := l.svgStyle(it.iv, idleID)
+		if style != open {
+			if open != "" {
+				svg.s("</g>\n")
+			}
+			svg.f("<g %s>\n", style)
+			open = style
+		}
+		g.worker(it, inset)
+	}
+	if open != "" {
+		svg.s("</g>\n")
+	}
+	svg.s("</g>\n")
+}
+
+// idlePatterns defines the hatch patterns of idle workers, one per
+// pipeline with idle workers, and returns their ids by pipeline.
+func (g *ganttSVG) idlePatterns() map[string]string {
+	svg, l := g.svg, g.l
 	if len(l.idle) > 0 {
 		svg.s("<defs>\n")
 		svg.hatch(idleLegendID, color.NRGBA{0x77, 0x77, 0x77, 0xff}, color.NRGBA{0xee, 0xee, 0xee, 0xff})
@@ -178,6 +247,16 @@ func WriteGantt(w io.Writer, r *sim.Result, nodes []string, gpusPerNode map[stri
 		}
 		svg.s("</defs>\n")
 	}
+	idleID := map[string]string{}
+	for i, p := range l.idle {
+		idleID[p] = idlePatternID(i)
+	}
+	return idleID
+}
+
+// drawOrder is the order the items are drawn in: by pipeline, phase and
+// idleness (so that each colour is one group), then by place and time.
+func (l *ganttLayout) drawOrder() []int {
 	order := make([]int, len(l.items))
 	for i := range order {
 		order[i] = i
@@ -193,56 +272,41 @@ func WriteGantt(w io.Writer, r *sim.Result, nodes []string, gpusPerNode map[stri
 			cmp.Compare(x.lanes[0], y.lanes[0]),
 		)
 	})
-	inset := 0
-	if l.laneH >= 4 {
-		inset = 1 // a hairline between lanes
-	}
-	idleID := map[string]string{}
-	for i, p := range l.idle {
-		idleID[p] = idlePatternID(i)
-	}
-	svg.s(`<g class="workers">` + "\n")
-	var open string
-	for _, i := range order {
-		it := l.items[i]
-		style := l.svgStyle(it.iv, idleID)
-		if style != open {
-			if open != "" {
-				svg.s("</g>\n")
-			}
-			svg.f("<g %s>\n", style)
-			open = style
-		}
-		x0, x1 := l.x(it.iv.Start)+ganttLeft, l.x(it.iv.End)+ganttLeft
-		// A bar too short to see still shows; an idle one (a deadlocked
-		// pod may be placed at the very end of the run) is widened the
-		// most, into the right margin if it ends with the chart.
-		wd := max(x1-x0, 0.2)
-		if it.iv.Idle {
-			wd = max(wd, ganttMinIdleW)
-		}
-		top := plotY + l.bands[it.band].y
-		runs := laneRuns(it.lanes)
-		if len(runs) == 1 {
-			svg.f(`<rect x="%s" y="%d" width="%s" height="%d">`, f1(x0), top+runs[0][0]*l.laneH, f1(wd), runs[0][1]*l.laneH-inset)
-			svg.f("<title>%s</title></rect>\n", esc(ganttTooltip(it.iv)))
-			continue
-		}
-		var d strings.Builder
-		for _, run := range runs {
-			fmt.Fprintf(&d, "M%s %dh%sv%dh-%sz", f1(x0), top+run[0]*l.laneH, f1(wd), run[1]*l.laneH-inset, f1(wd))
-		}
-		svg.f(`<path d="%s"><title>%s</title></path>`+"\n", d.String(), esc(ganttTooltip(it.iv)))
-	}
-	if open != "" {
-		svg.s("</g>\n")
-	}
-	svg.s("</g>\n")
+	return order
+}
 
-	// Legend.
+// worker draws one worker: a rectangle, or a path when its GPUs' lanes
+// are not adjacent, with its tooltip.
+func (g *ganttSVG) worker(it ganttItem, inset int) {
+	svg, l := g.svg, g.l
+	x0, x1 := l.x(it.iv.Start)+ganttLeft, l.x(it.iv.End)+ganttLeft
+	// A bar too short to see still shows; an idle one (a deadlocked
+	// pod may be placed at the very end of the run) is widened the
+	// most, into the right margin if it ends with the chart.
+	wd := max(x1-x0, 0.2)
+	if it.iv.Idle {
+		wd = max(wd, ganttMinIdleW)
+	}
+	top := g.plotY + l.bands[it.band].y
+	runs := laneRuns(it.lanes)
+	if len(runs) == 1 {
+		svg.f(`<rect x="%s" y="%d" width="%s" height="%d">`, f1(x0), top+runs[0][0]*l.laneH, f1(wd), runs[0][1]*l.laneH-inset)
+		svg.f("<title>%s</title></rect>\n", esc(ganttTooltip(it.iv)))
+		return
+	}
+	var d strings.Builder
+	for _, run := range runs {
+		fmt.Fprintf(&d, "M%s %dh%sv%dh-%sz", f1(x0), top+run[0]*l.laneH, f1(wd), run[1]*l.laneH-inset, f1(wd))
+	}
+	svg.f(`<path d="%s"><title>%s</title></path>`+"\n", d.String(), esc(ganttTooltip(it.iv)))
+}
+
+// legend draws the legend rows below the axis.
+func (g *ganttSVG) legend() {
+	svg := g.svg
 	svg.s(`<g class="legend">` + "\n")
-	for i, row := range legendRows {
-		y := legendY + 18*i
+	for i, row := range g.legendRows {
+		y := g.legendY + 18*i
 		x := ganttLeft
 		svg.f(`<text x="%d" y="%d" text-anchor="end" fill="#555">%s</text>`+"\n", x-6, y+10, row.label)
 		for _, e := range row.entries {
@@ -254,11 +318,7 @@ func WriteGantt(w io.Writer, r *sim.Result, nodes []string, gpusPerNode map[stri
 			x += ganttTextW(e.text) + 14
 		}
 	}
-	svg.s("</g>\n</svg>\n")
-	if svg.err != nil {
-		return svg.err
-	}
-	return b.Flush()
+	svg.s("</g>\n")
 }
 
 // WritePNG renders the occupancy raster of WriteGantt (the plot area only:
@@ -333,7 +393,24 @@ func WritePNG(w io.Writer, r *sim.Result, nodes []string, gpusPerNode map[string
 // layoutGantt places every GPU-holding worker interval in its node's lanes.
 func layoutGantt(r *sim.Result, nodes []string, gpusPerNode map[string]int) *ganttLayout {
 	l := &ganttLayout{light: map[string]float64{}}
-	index := map[string]int{}
+	index, phaseSet, pipeSet := l.addBands(r, nodes, gpusPerNode)
+	l.assignItems(r, index)
+	l.stackBands()
+	if l.tmax <= 0 {
+		l.tmax = time.Second
+	}
+	l.shadePhases(phaseSet)
+	l.pipes = arrivalOrder(r, pipeSet)
+	l.colors = pipelineColors(l.pipes, l.neighbours())
+	l.idle = l.idlePipelines()
+	return l
+}
+
+// addBands adds a band for every node listed, then one for every other
+// node holding GPUs in r, sorted; it returns the bands' indices by node
+// and the phases and pipelines drawn, and counts the intervals skipped.
+func (l *ganttLayout) addBands(r *sim.Result, nodes []string, gpusPerNode map[string]int) (index map[string]int, phaseSet, pipeSet map[string]bool) {
+	index = map[string]int{}
 	addBand := func(name string) {
 		if _, ok := index[name]; ok {
 			return
@@ -345,8 +422,7 @@ func layoutGantt(r *sim.Result, nodes []string, gpusPerNode map[string]int) *gan
 		addBand(n)
 	}
 	var extra []string
-	perNode := make([][]int, len(l.bands))
-	phaseSet, pipeSet := map[string]bool{}, map[string]bool{}
+	phaseSet, pipeSet = map[string]bool{}, map[string]bool{}
 	for i := range r.Intervals {
 		iv := &r.Intervals[i]
 		if ganttGPUs(iv.GPUs) == 0 {
@@ -363,7 +439,13 @@ func layoutGantt(r *sim.Result, nodes []string, gpusPerNode map[string]int) *gan
 	for _, n := range extra {
 		addBand(n)
 	}
-	perNode = append(perNode, make([][]int, len(extra))...)
+	return index, phaseSet, pipeSet
+}
+
+// assignItems assigns lanes to the GPU-holding intervals, node by node,
+// and widens a band past its capacity when its lanes overflow it.
+func (l *ganttLayout) assignItems(r *sim.Result, index map[string]int) {
+	perNode := make([][]int, len(l.bands))
 	for i := range r.Intervals {
 		iv := &r.Intervals[i]
 		if ganttGPUs(iv.GPUs) > 0 {
@@ -382,7 +464,11 @@ func layoutGantt(r *sim.Result, nodes []string, gpusPerNode map[string]int) *gan
 			l.items = append(l.items, ganttItem{iv: &r.Intervals[i], band: b, lanes: lanes[j]})
 		}
 	}
+}
 
+// stackBands sizes the lanes so that the plot fits ganttMaxPlotH and
+// stacks the bands top to bottom with a gap between them.
+func (l *ganttLayout) stackBands() {
 	total := 0
 	for _, bd := range l.bands {
 		total += bd.lanes
@@ -401,12 +487,12 @@ func layoutGantt(r *sim.Result, nodes []string, gpusPerNode map[string]int) *gan
 		y += l.bands[i].lanes * l.laneH
 	}
 	l.plotH = y
-	if l.tmax <= 0 {
-		l.tmax = time.Second
-	}
+}
 
-	// Phase lightness: train dark, validate medium, test light; the others
-	// get distinct lightnesses in name order.
+// shadePhases gives each phase its lightness and the legend its order.
+// Train dark, validate medium, test light; the others get distinct
+// lightnesses in name order.
+func (l *ganttLayout) shadePhases(phaseSet map[string]bool) {
 	var others []string
 	for ph := range phaseSet {
 		if lt, ok := knownPhaseLight(ph); ok {
@@ -426,20 +512,23 @@ func layoutGantt(r *sim.Result, nodes []string, gpusPerNode map[string]int) *gan
 	slices.SortFunc(l.phases, func(a, b string) int {
 		return cmp.Or(cmp.Compare(l.light[a], l.light[b]), strings.Compare(a, b))
 	})
-	l.pipes = arrivalOrder(r, pipeSet)
-	l.colors = pipelineColors(l.pipes, l.neighbours())
+}
+
+// idlePipelines are the pipelines with idle intervals, in l.pipes order.
+func (l *ganttLayout) idlePipelines() []string {
 	idle := map[string]bool{}
 	for _, it := range l.items {
 		if it.iv.Idle {
 			idle[it.iv.Pipeline] = true
 		}
 	}
+	var out []string
 	for _, p := range l.pipes {
 		if idle[p] {
-			l.idle = append(l.idle, p)
+			out = append(out, p)
 		}
 	}
-	return l
+	return out
 }
 
 // arrivalOrder sorts the drawn pipelines by arrival (r.Pipelines, in its
