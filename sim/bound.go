@@ -185,14 +185,36 @@ func tightBound(jobs []boundJob, caps map[engine.ResourceName]float64) float64 {
 	if len(jobs) == 0 {
 		return 0
 	}
-	first := jobs[0].arrival
+	w := newBoundWindows(jobs)
 	var lb float64
 	// Latency: no pipeline ends before its arrival plus its critical path.
 	for _, j := range jobs {
-		lb = max(lb, j.arrival-first+j.cp)
+		lb = max(lb, j.arrival-w.first+j.cp)
 	}
-	// Candidate instants: every distinct arrival; window lengths: every
-	// run time and every tail of a chain (sum of its last phases).
+	names := make([]engine.ResourceName, 0, len(caps))
+	for r := range caps {
+		names = append(names, r)
+	}
+	slices.Sort(names)
+	for _, r := range names {
+		if caps[r] > 0 {
+			lb = w.resourceBound(lb, jobs, r, caps[r])
+		}
+	}
+	return lb
+}
+
+// boundWindows are the windows tightBound checks each resource's work
+// against: from the candidate instants ts, of the lengths deltas.
+type boundWindows struct {
+	first      float64 // the first arrival
+	ts, deltas []float64
+}
+
+// newBoundWindows picks the candidate instants, every distinct arrival,
+// and window lengths, every run time and every tail of a chain (sum of
+// its last phases), both thinned to boundBudget.
+func newBoundWindows(jobs []boundJob) *boundWindows {
 	var ts []float64
 	deltaSet := map[float64]bool{}
 	for i, j := range jobs {
@@ -214,76 +236,91 @@ func tightBound(jobs []boundJob, caps map[engine.ResourceName]float64) float64 {
 	per := max(16, boundBudget/len(jobs))
 	nt := min(len(ts), max(8, int(math.Sqrt(float64(per))*2)))
 	nd := min(len(deltas), max(2, per/nt))
-	ts, deltas = spread(ts, nt), spread(deltas, nd)
+	return &boundWindows{first: jobs[0].arrival, ts: spread(ts, nt), deltas: spread(deltas, nd)}
+}
 
-	names := make([]engine.ResourceName, 0, len(caps))
-	for r := range caps {
-		names = append(names, r)
+// resourceBound raises lb to what resource r, of capacity capR, allows:
+// the arrived-work and the energy bounds at every candidate instant.
+func (w *boundWindows) resourceBound(lb float64, jobs []boundJob, r engine.ResourceName, capR float64) float64 {
+	profs := make([]profile, len(jobs))
+	var total float64
+	for i := range jobs {
+		profs[i] = newProfile(&jobs[i], r)
+		total += profs[i].work
 	}
-	slices.Sort(names)
-	for _, r := range names {
-		capR := caps[r]
-		if capR <= 0 {
-			continue
-		}
-		profs := make([]profile, len(jobs))
-		var total float64
+	if total == 0 {
+		return lb
+	}
+	prefixSum := w.prefixSums(jobs, profs)
+	suf := w.suffixes(profs)
+	left := make([]float64, len(jobs))
+	for k, t := range w.ts {
+		lb = w.arrivedWorkBound(lb, k, prefixSum, total, capR)
 		for i := range jobs {
-			profs[i] = newProfile(&jobs[i], r)
-			total += profs[i].work
+			left[i] = profs[i].work - profs[i].prefix(t-jobs[i].arrival)
 		}
-		if total == 0 {
-			continue
+		lb = w.energyBound(lb, t, left, suf, capR)
+	}
+	return lb
+}
+
+// prefixSums are, per candidate instant ts[k], what the jobs can have
+// done by then on their own.
+func (w *boundWindows) prefixSums(jobs []boundJob, profs []profile) []float64 {
+	prefixSum := make([]float64, len(w.ts))
+	for k, t := range w.ts {
+		for i := range jobs {
+			if jobs[i].arrival >= t {
+				break
+			}
+			prefixSum[k] += profs[i].prefix(t - jobs[i].arrival)
 		}
-		// prefixSum[k]: what the jobs can have done by ts[k] on their own.
-		prefixSum := make([]float64, len(ts))
-		for k, t := range ts {
-			for i := range jobs {
-				if jobs[i].arrival >= t {
-					break
-				}
-				prefixSum[k] += profs[i].prefix(t - jobs[i].arrival)
+	}
+	return prefixSum
+}
+
+// suffixes are, per window length deltas[d] and job i, the most job i
+// does in its last deltas[d].
+func (w *boundWindows) suffixes(profs []profile) [][]float64 {
+	suf := make([][]float64, len(w.deltas))
+	for d, delta := range w.deltas {
+		suf[d] = make([]float64, len(profs))
+		for i := range profs {
+			suf[d][i] = profs[i].suffix(delta)
+		}
+	}
+	return suf
+}
+
+// arrivedWorkBound raises lb by the arrived work at ts[k]: by then no more
+// than min over s ≤ t of (what the jobs can do on their own by s) + (all
+// of R from s to t) is done; the rest needs (rest) / cap(R) after t.
+func (w *boundWindows) arrivedWorkBound(lb float64, k int, prefixSum []float64, total, capR float64) float64 {
+	t := w.ts[k]
+	done := prefixSum[k]
+	for q := 0; q < k; q++ {
+		done = min(done, prefixSum[q]+capR*(t-w.ts[q]))
+	}
+	done = min(done, capR*(t-w.first))
+	if rest := total - done; rest > 0 {
+		lb = max(lb, t-w.first+rest/capR)
+	}
+	return lb
+}
+
+// energyBound raises lb by the energy left at t: job i still has at least
+// left[i] after t, of which it does at most suffix(δ) in the last δ before
+// the makespan C; the rest needs cap(R) between t and C − δ.
+func (w *boundWindows) energyBound(lb, t float64, left []float64, suf [][]float64, capR float64) float64 {
+	for d, delta := range w.deltas {
+		var e float64
+		for i, l := range left {
+			if l > suf[d][i] {
+				e += l - suf[d][i]
 			}
 		}
-		// suf[d][i]: the most job i does in its last deltas[d].
-		suf := make([][]float64, len(deltas))
-		for d, delta := range deltas {
-			suf[d] = make([]float64, len(jobs))
-			for i := range jobs {
-				suf[d][i] = profs[i].suffix(delta)
-			}
-		}
-		left := make([]float64, len(jobs))
-		for k, t := range ts {
-			// Arrived work: by t no more than min over s ≤ t of (what the
-			// jobs can do on their own by s) + (all of R from s to t) is
-			// done; the rest needs (rest) / cap(R) after t.
-			done := prefixSum[k]
-			for q := 0; q < k; q++ {
-				done = min(done, prefixSum[q]+capR*(t-ts[q]))
-			}
-			done = min(done, capR*(t-first))
-			if rest := total - done; rest > 0 {
-				lb = max(lb, t-first+rest/capR)
-			}
-			// Energy: job i still has at least work − prefix(t − a_i)
-			// after t, of which it does at most suffix(δ) in the last δ
-			// before the makespan C; the rest needs cap(R) between t and
-			// C − δ.
-			for i := range jobs {
-				left[i] = profs[i].work - profs[i].prefix(t-jobs[i].arrival)
-			}
-			for d, delta := range deltas {
-				var e float64
-				for i, l := range left {
-					if l > suf[d][i] {
-						e += l - suf[d][i]
-					}
-				}
-				if e > 0 {
-					lb = max(lb, t-first+delta+e/capR)
-				}
-			}
+		if e > 0 {
+			lb = max(lb, t-w.first+delta+e/capR)
 		}
 	}
 	return lb

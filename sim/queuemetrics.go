@@ -242,18 +242,7 @@ func weight(q engine.Queue) float64 {
 func (t *queueTracker) fairness(end time.Duration) *Fairness {
 	f := &Fairness{Samples: t.samples}
 	n := len(t.queues)
-	hours := int(end / time.Hour)
-	type hour struct {
-		entitled, held float64
-		full           bool
-	}
-	perHour := make([][]hour, n)
-	for q := range perHour {
-		perHour[q] = make([]hour, hours)
-		for h := range perHour[q] {
-			perHour[q][h].full = true
-		}
-	}
+	perHour := newFairHours(n, int(end/time.Hour))
 	f.Queues = make([]QueueMetrics, n)
 	for i, s := range t.samples {
 		to := end
@@ -263,65 +252,100 @@ func (t *queueTracker) fairness(end time.Duration) *Fairness {
 		ent := t.entitlement(s.Demand)
 		t.samples[i].Entitled = ent
 		for q := range n {
-			m := &f.Queues[q]
 			if s.Demand[q] > 0 {
+				m := &f.Queues[q]
 				dt := (to - s.At).Hours()
 				m.EntitledGPUh += ent[q] * dt
 				m.HeldGPUh += s.Held[q] * dt
 			}
-			// Spread the span over the whole hours it covers.
-			for h := int(s.At / time.Hour); h < hours && time.Duration(h)*time.Hour < to; h++ {
-				from, until := max(s.At, time.Duration(h)*time.Hour), min(to, time.Duration(h+1)*time.Hour)
-				if until <= from {
-					continue
-				}
-				ph := &perHour[q][h]
-				if s.Demand[q] <= 0 {
-					ph.full = false
-					continue
-				}
-				ph.entitled += ent[q] * (until - from).Hours()
-				ph.held += s.Held[q] * (until - from).Hours()
-			}
+			perHour.add(q, s, ent[q], to)
 		}
 	}
 	var shares []float64
 	for q := range n {
 		m := &f.Queues[q]
-		m.Queue = t.queues[q].Name
-		m.Nominal, _, _ = gpuQuota(t.queues[q])
-		m.Share = math.NaN()
+		t.summarize(m, q, perHour[q])
 		if m.EntitledGPUh > 0 {
-			m.Share = m.HeldGPUh / m.EntitledGPUh
 			shares = append(shares, m.Share)
 		}
-		m.WorstHour = math.NaN()
-		for _, ph := range perHour[q] {
-			if !ph.full || ph.entitled <= 0 {
-				continue
-			}
-			m.Hours++
-			r := ph.held / ph.entitled
-			if r < 0.9 {
-				m.Short++
-			}
-			if math.IsNaN(m.WorstHour) || r < m.WorstHour {
-				m.WorstHour = r
-			}
-		}
-		var waits []float64
-		for _, w := range t.waits[q] {
-			waits = append(waits, w.Seconds())
-		}
-		m.WaitAvg = mean(waits)
-		if len(waits) > 0 {
-			m.WaitMax = slices.Max(waits)
-		}
-		m.Preempted, m.PreemptedGPUh = t.preempt[q], t.lost[q]
 		f.PreemptedGPUh += m.PreemptedGPUh
 	}
 	f.Jain = jain(shares)
 	return f
+}
+
+// fairHour is one queue's entitled and held GPU-hours in one whole hour
+// of the run; full while the queue had demand throughout it.
+type fairHour struct {
+	entitled, held float64
+	full           bool
+}
+
+// fairHours are the hours of every queue: [queue][hour].
+type fairHours [][]fairHour
+
+func newFairHours(queues, hours int) fairHours {
+	perHour := make(fairHours, queues)
+	for q := range perHour {
+		perHour[q] = make([]fairHour, hours)
+		for h := range perHour[q] {
+			perHour[q][h].full = true
+		}
+	}
+	return perHour
+}
+
+// add spreads queue q's sample s, lasting until to, with entitlement ent,
+// over the whole hours it covers.
+func (perHour fairHours) add(q int, s QueueSample, ent float64, to time.Duration) {
+	hours := len(perHour[q])
+	for h := int(s.At / time.Hour); h < hours && time.Duration(h)*time.Hour < to; h++ {
+		from, until := max(s.At, time.Duration(h)*time.Hour), min(to, time.Duration(h+1)*time.Hour)
+		if until <= from {
+			continue
+		}
+		ph := &perHour[q][h]
+		if s.Demand[q] <= 0 {
+			ph.full = false
+			continue
+		}
+		ph.entitled += ent * (until - from).Hours()
+		ph.held += s.Held[q] * (until - from).Hours()
+	}
+}
+
+// summarize fills queue q's metrics from its integrated GPU-hours, its
+// hours, its waits and its preemptions.
+func (t *queueTracker) summarize(m *QueueMetrics, q int, hours []fairHour) {
+	m.Queue = t.queues[q].Name
+	m.Nominal, _, _ = gpuQuota(t.queues[q])
+	m.Share = math.NaN()
+	if m.EntitledGPUh > 0 {
+		m.Share = m.HeldGPUh / m.EntitledGPUh
+	}
+	m.WorstHour = math.NaN()
+	for _, ph := range hours {
+		if !ph.full || ph.entitled <= 0 {
+			continue
+		}
+		m.Hours++
+		r := ph.held / ph.entitled
+		if r < 0.9 {
+			m.Short++
+		}
+		if math.IsNaN(m.WorstHour) || r < m.WorstHour {
+			m.WorstHour = r
+		}
+	}
+	var waits []float64
+	for _, w := range t.waits[q] {
+		waits = append(waits, w.Seconds())
+	}
+	m.WaitAvg = mean(waits)
+	if len(waits) > 0 {
+		m.WaitMax = slices.Max(waits)
+	}
+	m.Preempted, m.PreemptedGPUh = t.preempt[q], t.lost[q]
 }
 
 // jain is Jain's fairness index (Σx)² / (n Σx²); NaN for no values.
