@@ -24,14 +24,7 @@ var funcLenRoots = []string{".", "../driver", "../controllers", "../sim", "../ph
 // longFuncAllowlist names functions ("file:name", file relative to the
 // module root) still over the limit. Each entry is a TODO: split it into
 // named steps and remove it here.
-var longFuncAllowlist = map[string]bool{
-	"sim/bound.go:tightBound":                            true, // TODO: split into named steps
-	"sim/queuemetrics.go:fairness":                       true, // TODO: split into named steps
-	"sim/report/gantt.go:WriteGantt":                     true, // TODO: split into named steps
-	"sim/report/gantt.go:layoutGantt":                    true, // TODO: split into named steps
-	"sim/report/queuechart.go:WriteQueueChart":           true, // TODO: split into named steps
-	"cmd/phasegang/internal/cli/simulate.go:runSimulate": true, // TODO: split into named steps
-}
+var longFuncAllowlist = map[string]bool{}
 
 // TestNoLongFunctions fails naming every function in the deciding and
 // adapting packages longer than maxFuncLines, so that long functions are

@@ -116,20 +116,13 @@ func runSimulate(stdout, stderr io.Writer, f *simulateFlags, args []string) erro
 	if sc.Scaling, err = scalingFlag(f, sc.Scaling); err != nil {
 		return err
 	}
-	policies := []sim.Policy{}
-	if f.compare {
-		policies = sim.Policies
-	} else {
-		p, err := sim.ParsePolicy(f.policy)
-		if err != nil {
-			return err
-		}
-		policies = append(policies, p)
+	policies, err := simulatePolicies(f)
+	if err != nil {
+		return err
 	}
 	if f.output != "table" && f.output != "json" {
 		return fmt.Errorf("--output %q: want table or json", f.output)
 	}
-	var results []*sim.Result
 	var exp *simExporter
 	if f.otlp != "" {
 		if exp, err = newSimExporter(f.otlp); err != nil {
@@ -137,33 +130,69 @@ func runSimulate(stdout, stderr io.Writer, f *simulateFlags, args []string) erro
 		}
 		defer exp.shutdown(stderr)
 	}
+	var results []*sim.Result
 	for _, p := range policies {
-		opts := sim.Options{
-			Policy: p,
-			Engine: &engine.Config{StarvationBound: f.starvationBound},
-			Record: f.gantt != "",
-			Clock:  time.Now,
-		}
-		bar := newProgressBar(stderr, f.progress, string(p))
-		opts.Progress = bar.update
-		var pt *simPolicyTracer
-		if exp != nil {
-			pt = exp.policy(p)
-			opts.Observer = pt.observe
-		}
-		r, err := sim.Run(sc, opts)
-		bar.done()
+		r, err := simulatePolicy(stderr, f, sc, p, exp)
 		if err != nil {
 			return err
-		}
-		if pt != nil {
-			pt.finish(r)
 		}
 		results = append(results, r)
 	}
 	if err := writeResults(stdout, f.output, results); err != nil {
 		return err
 	}
+	if err := writeSimulateFiles(f, sc, results); err != nil {
+		return err
+	}
+	if f.stats {
+		printStats(stdout, results)
+	}
+	return nil
+}
+
+// simulatePolicies are the policies to run: every one with --compare,
+// else the one --policy names.
+func simulatePolicies(f *simulateFlags) ([]sim.Policy, error) {
+	if f.compare {
+		return sim.Policies, nil
+	}
+	p, err := sim.ParsePolicy(f.policy)
+	if err != nil {
+		return nil, err
+	}
+	return []sim.Policy{p}, nil
+}
+
+// simulatePolicy runs sc under policy p, with a progress bar and, when exp
+// is set, one exported trace per pipeline.
+func simulatePolicy(stderr io.Writer, f *simulateFlags, sc *sim.Scenario, p sim.Policy, exp *simExporter) (*sim.Result, error) {
+	opts := sim.Options{
+		Policy: p,
+		Engine: &engine.Config{StarvationBound: f.starvationBound},
+		Record: f.gantt != "",
+		Clock:  time.Now,
+	}
+	bar := newProgressBar(stderr, f.progress, string(p))
+	opts.Progress = bar.update
+	var pt *simPolicyTracer
+	if exp != nil {
+		pt = exp.policy(p)
+		opts.Observer = pt.observe
+	}
+	r, err := sim.Run(sc, opts)
+	bar.done()
+	if err != nil {
+		return nil, err
+	}
+	if pt != nil {
+		pt.finish(r)
+	}
+	return r, nil
+}
+
+// writeSimulateFiles writes the files the flags ask for: --csv, --gantt
+// and --queue-chart.
+func writeSimulateFiles(f *simulateFlags, sc *sim.Scenario, results []*sim.Result) error {
 	if f.csv != "" {
 		if err := writeFile(f.csv, func(w io.Writer) error {
 			for _, r := range results {
@@ -186,16 +215,18 @@ func runSimulate(stdout, stderr io.Writer, f *simulateFlags, args []string) erro
 			return err
 		}
 	}
-	if f.stats {
-		var ru syscall.Rusage
-		_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-		for _, r := range results {
-			fmt.Fprintf(stdout, "%s: %d pipelines, wall %.1fs, engine %.1fs in %d cycles (%.0f placements/s)\n",
-				r.Policy, len(r.Pipelines), r.Wall.Seconds(), r.EngineWall.Seconds(), r.Cycles, r.Metrics.DecisionsPerSec)
-		}
-		fmt.Fprintf(stdout, "peak memory (max RSS): %d MiB\n", ru.Maxrss/1024)
-	}
 	return nil
+}
+
+// printStats prints the benchmark figures of --stats.
+func printStats(stdout io.Writer, results []*sim.Result) {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	for _, r := range results {
+		fmt.Fprintf(stdout, "%s: %d pipelines, wall %.1fs, engine %.1fs in %d cycles (%.0f placements/s)\n",
+			r.Policy, len(r.Pipelines), r.Wall.Seconds(), r.EngineWall.Seconds(), r.Cycles, r.Metrics.DecisionsPerSec)
+	}
+	fmt.Fprintf(stdout, "peak memory (max RSS): %d MiB\n", ru.Maxrss/1024)
 }
 
 // loadWorkload reads the scenario (or trace) and refuses one on which no
