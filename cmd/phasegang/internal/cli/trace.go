@@ -20,6 +20,7 @@ import (
 
 	"github.com/phasegang/phasegang/apis/v1alpha1"
 	"github.com/phasegang/phasegang/controllers"
+	"github.com/phasegang/phasegang/tracing"
 )
 
 type traceFlags struct {
@@ -52,7 +53,7 @@ See docs/tracing.md.`,
 	fl := cmd.Flags()
 	fl.StringVarP(&f.namespace, "namespace", "n", "default", "namespace of the PhasedTraining")
 	fl.StringVar(&f.jaeger, "jaeger", "http://127.0.0.1:16686", "base URL of Jaeger's query service")
-	fl.StringVar(&f.service, "service", controllers.DefaultServiceName, "print the spans of this service (empty: every span of the trace)")
+	fl.StringVar(&f.service, "service", tracing.DefaultServiceName, "print the spans of this service (empty: every span of the trace)")
 	fl.StringVar(&f.traceID, "trace-id", "", "trace id to print (skips reading the PhasedTraining from the cluster)")
 	fl.StringVar(&f.kubeconfig, "kubeconfig", "", "path to a kubeconfig (default: $KUBECONFIG, then in-cluster)")
 	fl.DurationVar(&f.timeout, "timeout", 30*time.Second, "how long to wait for the cluster and Jaeger")
@@ -241,7 +242,7 @@ func printTrace(w io.Writer, tr *jaegerTrace, service string) error {
 		}
 	}
 	order := func(list []*jaegerSpan) {
-		rank := map[string]int{controllers.SpanQueued: 0, controllers.SpanReserved: 1, controllers.SpanRunning: 2}
+		rank := map[string]int{tracing.SpanQueued: 0, tracing.SpanReserved: 1, tracing.SpanRunning: 2}
 		slices.SortStableFunc(list, func(a, b *jaegerSpan) int {
 			if a.StartTime != b.StartTime {
 				return cmp.Compare(a.StartTime, b.StartTime)
