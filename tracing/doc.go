@@ -19,5 +19,7 @@
 //   - export.go: OTLP export from the standard OTEL_* environment
 //     (FromEnv) or an explicit endpoint (OTLPExporter), batched (New).
 //
-// See docs/tracing.md.
+// Subpackage jaeger is the JSON model of Jaeger's query API, which
+// `phasegang trace` and the e2e tests read traces back with. See
+// docs/tracing.md.
 package tracing
