@@ -27,6 +27,7 @@ import (
 	"github.com/phasegang/phasegang/apis/v1alpha1"
 	"github.com/phasegang/phasegang/driver"
 	"github.com/phasegang/phasegang/phases"
+	"github.com/phasegang/phasegang/tracing"
 )
 
 // Reconciler runs one PhasedTraining: it validates the spec, observes the
@@ -43,7 +44,7 @@ type Reconciler struct {
 	Recorder  events.EventRecorder
 	Clock     clock.Clock
 	Scheduler *Scheduler
-	Tracer    PhaseTracer
+	Tracer    tracing.PhaseTracer
 	Metrics   *Metrics
 	// Workers is how many PhasedTrainings reconcile at once (default 1).
 	Workers int
@@ -203,7 +204,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 // same trace.
 func ensureTraceIdentity(pt *v1alpha1.PhasedTraining, st *v1alpha1.PhasedTrainingStatus) {
 	if st.TraceID == "" {
-		st.TraceID, st.TraceParentSpanID = NewTraceIdentity(pt.Annotations[TraceparentAnnotation])
+		st.TraceID, st.TraceParentSpanID = tracing.NewTraceIdentity(pt.Annotations[tracing.TraceparentAnnotation])
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 
 	"github.com/phasegang/phasegang/apis/v1alpha1"
 	"github.com/phasegang/phasegang/engine"
+	"github.com/phasegang/phasegang/tracing"
 )
 
 // Scheme holds the kinds the controller reads and writes.
@@ -27,8 +28,8 @@ type Options struct {
 	// Workers is how many PhasedTrainings reconcile at once.
 	Workers int
 	// Tracer, if set, is told of every status step the reconciler stores
-	// (NewOTelTracer exports them as OpenTelemetry spans).
-	Tracer PhaseTracer
+	// (tracing.NewOTelTracer exports them as OpenTelemetry spans).
+	Tracer tracing.PhaseTracer
 	// PodGroups is "auto" (the default: when the API server serves
 	// scheduling.k8s.io/v1beta1 PodGroups), "on" or "off": whether each
 	// reserved gang also gets a PodGroup (podgroup.go).

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/phasegang/phasegang/apis/v1alpha1"
@@ -272,22 +273,13 @@ func markInfeasible(pt *v1alpha1.PhasedTraining, inf engine.Infeasible, d *Deman
 			changes.Touch(pt).Status.Phases[i].WaitingFor = wait
 		}
 	}
-	cond := findCondition(&pt.Status, v1alpha1.ConditionInfeasible)
+	cond := meta.FindStatusCondition(pt.Status.Conditions, string(v1alpha1.ConditionInfeasible))
 	if cond != nil && cond.Status == metav1.ConditionTrue && cond.Message == msg {
 		return
 	}
 	c := changes.Touch(pt)
 	setCondition(c.Status, pt.Generation, v1alpha1.ConditionInfeasible, true, v1alpha1.ReasonGangNeverFits, msg)
 	c.Events = append(c.Events, warning(v1alpha1.ReasonGangNeverFits, "Schedule", msg))
-}
-
-func findCondition(st *v1alpha1.PhasedTrainingStatus, t v1alpha1.ConditionType) *metav1.Condition {
-	for i := range st.Conditions {
-		if st.Conditions[i].Type == string(t) {
-			return &st.Conditions[i]
-		}
-	}
-	return nil
 }
 
 // setReservation derives the node → workers summary from the assignments.

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 
+	"k8s.io/apimachinery/pkg/api/meta"
+
 	"github.com/phasegang/phasegang/apis/v1alpha1"
 	"github.com/phasegang/phasegang/engine"
 	"github.com/phasegang/phasegang/internal/wrappers"
@@ -47,7 +49,7 @@ func TestApplyPlanMissingClass(t *testing.T) {
 	if got := c.Status.Phases[0].WaitingFor; got != want {
 		t.Errorf("waitingFor = %q, want %q", got, want)
 	}
-	cond := findCondition(c.Status, v1alpha1.ConditionQueued)
+	cond := meta.FindStatusCondition(c.Status.Conditions, string(v1alpha1.ConditionQueued))
 	if cond == nil || cond.Status != "True" || cond.Reason != v1alpha1.ReasonWaitingForPriorityClass || !strings.Contains(cond.Message, `PriorityClass "research"`) {
 		t.Errorf("Queued condition = %+v, want True, %s, naming the class", cond, v1alpha1.ReasonWaitingForPriorityClass)
 	}
@@ -61,7 +63,7 @@ func TestApplyPlanMissingClass(t *testing.T) {
 	// A step of the pipeline (Advance, which knows no PriorityClass)
 	// keeps saying what it waits for.
 	pt.Status = *c.Status
-	if cond := findCondition(Advance(compile(t, pt), pt, nil, now).Status, v1alpha1.ConditionQueued); cond == nil || cond.Reason != v1alpha1.ReasonWaitingForPriorityClass {
+	if cond := meta.FindStatusCondition(Advance(compile(t, pt), pt, nil, now).Status.Conditions, string(v1alpha1.ConditionQueued)); cond == nil || cond.Reason != v1alpha1.ReasonWaitingForPriorityClass {
 		t.Errorf("after Advance, Queued condition = %+v, want reason %s", cond, v1alpha1.ReasonWaitingForPriorityClass)
 	}
 

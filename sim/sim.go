@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/phasegang/phasegang/apis/v1alpha1"
@@ -1041,7 +1042,7 @@ func (s *simulator) detectStuck() {
 		if p.done {
 			continue
 		}
-		if c := findCondition(&p.pt.Status, v1alpha1.ConditionInfeasible); c != nil && c.Status == metav1.ConditionTrue {
+		if c := meta.FindStatusCondition(p.pt.Status.Conditions, string(v1alpha1.ConditionInfeasible)); c != nil && c.Status == metav1.ConditionTrue {
 			p.result.State, p.result.Message = StateInfeasible, c.Message
 			continue
 		}
@@ -1072,15 +1073,6 @@ func (s *simulator) detectStuck() {
 			}
 		}
 	}
-}
-
-func findCondition(st *v1alpha1.PhasedTrainingStatus, t v1alpha1.ConditionType) *metav1.Condition {
-	for i := range st.Conditions {
-		if st.Conditions[i].Type == string(t) {
-			return &st.Conditions[i]
-		}
-	}
-	return nil
 }
 
 func (s *simulator) finish() {

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/phasegang/phasegang/apis/v1alpha1"
+	"github.com/phasegang/phasegang/tracing/jaeger"
 )
 
 // jaegerEnv names the Jaeger v2 all-in-one binary (test/jaeger/build.sh
@@ -130,7 +131,7 @@ func TestTracing(t *testing.T) {
 	}
 
 	// Poll Jaeger until the whole trace is there: spans arrive batched.
-	var tr jTrace
+	var tr jaeger.Trace
 	var missing string
 	deadline := time.Now().Add(90 * time.Second)
 	for {
@@ -145,7 +146,7 @@ func TestTracing(t *testing.T) {
 			missing = err.Error()
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("trace %s incomplete in Jaeger after 90s: %s\n%s", traceID, missing, tr.dump())
+			t.Fatalf("trace %s incomplete in Jaeger after 90s: %s\n%s", traceID, missing, dumpTrace(tr))
 		}
 		time.Sleep(500 * time.Millisecond)
 	}
@@ -156,7 +157,7 @@ func TestTracing(t *testing.T) {
 	}
 	t.Logf("trace %s: %d spans", traceID, len(tr.Spans))
 
-	byID := map[string]*jSpan{}
+	byID := map[string]*jaeger.Span{}
 	for i := range tr.Spans {
 		s := &tr.Spans[i]
 		if s.TraceID != traceID {
@@ -172,11 +173,11 @@ func TestTracing(t *testing.T) {
 	}
 	// Every parent resolves inside the trace, except the root's, which is
 	// the caller's span.
-	var root *jSpan
-	children := map[string][]*jSpan{}
+	var root *jaeger.Span
+	children := map[string][]*jaeger.Span{}
 	for i := range tr.Spans {
 		s := &tr.Spans[i]
-		parent, ptrace := s.parent()
+		parent, ptrace := spanParent(s)
 		if s.OperationName == rootName {
 			if root != nil {
 				t.Errorf("two root spans %q", rootName)
@@ -200,18 +201,18 @@ func TestTracing(t *testing.T) {
 	if root == nil {
 		t.Fatalf("no root span %q", rootName)
 	}
-	if v, ok := root.tag("phasegang.pipeline"); !ok || v != ns+"/"+pt.Name {
+	if v, ok := root.Tag("phasegang.pipeline"); !ok || v != ns+"/"+pt.Name {
 		t.Errorf("root span phasegang.pipeline = %q, want %s/%s", v, ns, pt.Name)
 	}
 	for _, key := range []string{"phasegang.state", "phasegang.outcome"} {
-		if v, ok := root.tag(key); ok && v != "Succeeded" {
+		if v, ok := root.Tag(key); ok && v != "Succeeded" {
 			t.Errorf("root span %s = %q, want Succeeded", key, v)
 		}
 	}
 
 	// One "phase X" span per phase, children of the root, in time order,
 	// each with queued, reserved and running children.
-	var phaseSpans []*jSpan
+	var phaseSpans []*jaeger.Span
 	for _, c := range children[root.SpanID] {
 		if strings.HasPrefix(c.OperationName, "phase ") {
 			phaseSpans = append(phaseSpans, c)
@@ -227,17 +228,17 @@ func TestTracing(t *testing.T) {
 	}
 	for i, s := range phaseSpans {
 		name := strings.TrimPrefix(s.OperationName, "phase ")
-		if i > 0 && s.StartTime < phaseSpans[i-1].end() {
-			t.Errorf("phase %s starts at %d µs, before %s ends at %d µs", name, s.StartTime, gotOrder[i-1], phaseSpans[i-1].end())
+		if i > 0 && s.StartTime < spanEnd(phaseSpans[i-1]) {
+			t.Errorf("phase %s starts at %d µs, before %s ends at %d µs", name, s.StartTime, gotOrder[i-1], spanEnd(phaseSpans[i-1]))
 		}
-		if s.StartTime < root.StartTime || s.end() > root.end() {
-			t.Errorf("phase %s [%d, %d] lies outside the root span [%d, %d]", name, s.StartTime, s.end(), root.StartTime, root.end())
+		if s.StartTime < root.StartTime || spanEnd(s) > spanEnd(root) {
+			t.Errorf("phase %s [%d, %d] lies outside the root span [%d, %d]", name, s.StartTime, spanEnd(s), root.StartTime, spanEnd(root))
 		}
-		steps := map[string][]*jSpan{}
+		steps := map[string][]*jaeger.Span{}
 		for _, c := range children[s.SpanID] {
 			steps[c.OperationName] = append(steps[c.OperationName], c)
 		}
-		var prev *jSpan
+		var prev *jaeger.Span
 		for _, step := range []string{"queued", "reserved", "running"} {
 			if len(steps[step]) != 1 {
 				t.Errorf("phase %s has %d %q children, want 1", name, len(steps[step]), step)
@@ -245,11 +246,11 @@ func TestTracing(t *testing.T) {
 			}
 			c := steps[step][0]
 			const slack = 1000 // µs
-			if c.StartTime+slack < s.StartTime || c.end() > s.end()+slack {
-				t.Errorf("phase %s: %q [%d, %d] lies outside its phase span [%d, %d]", name, step, c.StartTime, c.end(), s.StartTime, s.end())
+			if c.StartTime+slack < s.StartTime || spanEnd(c) > spanEnd(s)+slack {
+				t.Errorf("phase %s: %q [%d, %d] lies outside its phase span [%d, %d]", name, step, c.StartTime, spanEnd(c), s.StartTime, spanEnd(s))
 			}
-			if prev != nil && c.StartTime+slack < prev.end() {
-				t.Errorf("phase %s: %q starts at %d µs, before %q ends at %d µs", name, step, c.StartTime, prev.OperationName, prev.end())
+			if prev != nil && c.StartTime+slack < spanEnd(prev) {
+				t.Errorf("phase %s: %q starts at %d µs, before %q ends at %d µs", name, step, c.StartTime, prev.OperationName, spanEnd(prev))
 			}
 			prev = c
 		}
@@ -267,7 +268,7 @@ func TestTracing(t *testing.T) {
 			continue
 		}
 		for _, s := range o.Spans {
-			if s.OperationName == rootName || s.mentions(ns) {
+			if s.OperationName == rootName || mentions(&s, ns) {
 				t.Errorf("trace %s also holds span %q of this pipeline: the trace was split", o.TraceID, s.OperationName)
 				break
 			}
@@ -295,15 +296,15 @@ func TestTracing(t *testing.T) {
 // checkPhaseAttrs checks a phase span's attributes (read from the phase
 // span, or else from its queued/reserved/running children) against the
 // spec and the final status.
-func checkPhaseAttrs(t *testing.T, s *jSpan, kids []*jSpan, spec v1alpha1.Phase, st v1alpha1.PhaseStatus) {
+func checkPhaseAttrs(t *testing.T, s *jaeger.Span, kids []*jaeger.Span, spec v1alpha1.Phase, st v1alpha1.PhaseStatus) {
 	t.Helper()
 	name := spec.Name
 	get := func(key string) (string, bool) {
-		if v, ok := s.tag(key); ok {
+		if v, ok := s.Tag(key); ok {
 			return v, true
 		}
 		for _, k := range kids {
-			if v, ok := k.tag(key); ok {
+			if v, ok := k.Tag(key); ok {
 				return v, true
 			}
 		}
@@ -315,7 +316,7 @@ func checkPhaseAttrs(t *testing.T, s *jSpan, kids []*jSpan, spec v1alpha1.Phase,
 			t.Errorf("phase %s: %s = %q, want %d", name, key, v, want)
 		}
 	}
-	if v, ok := s.tag("phasegang.phase"); !ok || v != name {
+	if v, ok := s.Tag("phasegang.phase"); !ok || v != name {
 		t.Errorf("phase %s: phasegang.phase = %q on the phase span, want %q", name, v, name)
 	}
 	desired := spec.Gang.Min
@@ -343,7 +344,7 @@ func checkPhaseAttrs(t *testing.T, s *jSpan, kids []*jSpan, spec v1alpha1.Phase,
 			}
 		}
 	}
-	if v, ok := s.tag("phasegang.outcome"); !ok || v != "Succeeded" {
+	if v, ok := s.Tag("phasegang.outcome"); !ok || v != "Succeeded" {
 		t.Errorf("phase %s: phasegang.outcome = %q on the phase span, want Succeeded", name, v)
 	}
 	_, _ = get("phasegang.waiting_for")
@@ -446,81 +447,17 @@ func lastLines(s string, n int) string {
 	return strings.Join(lines, "\n")
 }
 
-// Jaeger's query HTTP API (/api/traces): the UI's JSON model.
-type jResponse struct {
-	Data   []jTrace `json:"data"`
-	Errors []struct {
-		Code int    `json:"code"`
-		Msg  string `json:"msg"`
-	} `json:"errors"`
+// spanEnd is when the span ended (µs since the epoch).
+func spanEnd(s *jaeger.Span) int64 { return s.StartTime + s.Duration }
+
+// spanParent returns the span's CHILD_OF parent (span id, trace id).
+func spanParent(s *jaeger.Span) (string, string) {
+	r, _ := s.ChildOf()
+	return r.SpanID, r.TraceID
 }
 
-type jTrace struct {
-	TraceID   string  `json:"traceID"`
-	Spans     []jSpan `json:"spans"`
-	Processes map[string]struct {
-		ServiceName string `json:"serviceName"`
-	} `json:"processes"`
-	Warnings []string `json:"warnings"`
-}
-
-type jSpan struct {
-	TraceID       string `json:"traceID"`
-	SpanID        string `json:"spanID"`
-	OperationName string `json:"operationName"`
-	References    []struct {
-		RefType string `json:"refType"`
-		TraceID string `json:"traceID"`
-		SpanID  string `json:"spanID"`
-	} `json:"references"`
-	StartTime int64  `json:"startTime"` // µs since the epoch
-	Duration  int64  `json:"duration"`  // µs
-	Tags      []jKV  `json:"tags"`
-	Logs      []jLog `json:"logs"`
-	ProcessID string `json:"processID"`
-}
-
-type jKV struct {
-	Key   string `json:"key"`
-	Type  string `json:"type"`
-	Value any    `json:"value"`
-}
-
-type jLog struct {
-	Timestamp int64 `json:"timestamp"`
-	Fields    []jKV `json:"fields"`
-}
-
-func (s *jSpan) end() int64 { return s.StartTime + s.Duration }
-
-// parent returns the span's CHILD_OF parent (span id, trace id).
-func (s *jSpan) parent() (string, string) {
-	for _, r := range s.References {
-		if r.RefType == "CHILD_OF" {
-			return r.SpanID, r.TraceID
-		}
-	}
-	return "", ""
-}
-
-func (s *jSpan) tag(key string) (string, bool) {
-	for _, kv := range s.Tags {
-		if kv.Key == key {
-			switch v := kv.Value.(type) {
-			case string:
-				return v, true
-			case float64:
-				return strconv.FormatFloat(v, 'f', -1, 64), true
-			default:
-				return fmt.Sprint(v), true
-			}
-		}
-	}
-	return "", false
-}
-
-// mentions reports whether any tag value contains s.
-func (s *jSpan) mentions(sub string) bool {
+// mentions reports whether any tag value of s contains sub.
+func mentions(s *jaeger.Span, sub string) bool {
 	for _, kv := range s.Tags {
 		if strings.Contains(fmt.Sprint(kv.Value), sub) {
 			return true
@@ -529,7 +466,7 @@ func (s *jSpan) mentions(sub string) bool {
 	return false
 }
 
-func (j *jaegerProcess) get(path string, q url.Values) ([]jTrace, error) {
+func (j *jaegerProcess) get(path string, q url.Values) ([]jaeger.Trace, error) {
 	u := j.queryURL() + path
 	if q != nil {
 		u += "?" + q.Encode()
@@ -546,7 +483,7 @@ func (j *jaegerProcess) get(path string, q url.Values) ([]jTrace, error) {
 	if resp.StatusCode != http.StatusOK {
 		return nil, fmt.Errorf("GET %s: %s: %s", u, resp.Status, body)
 	}
-	var r jResponse
+	var r jaeger.Response
 	if err := json.Unmarshal(body, &r); err != nil {
 		return nil, fmt.Errorf("GET %s: %v", u, err)
 	}
@@ -556,18 +493,18 @@ func (j *jaegerProcess) get(path string, q url.Values) ([]jTrace, error) {
 	return r.Data, nil
 }
 
-func (j *jaegerProcess) trace(id string) (jTrace, error) {
+func (j *jaegerProcess) trace(id string) (jaeger.Trace, error) {
 	data, err := j.get("/api/traces/"+id, nil)
 	if err != nil {
-		return jTrace{}, err
+		return jaeger.Trace{}, err
 	}
 	if len(data) != 1 {
-		return jTrace{}, fmt.Errorf("GET /api/traces/%s: %d traces", id, len(data))
+		return jaeger.Trace{}, fmt.Errorf("GET /api/traces/%s: %d traces", id, len(data))
 	}
 	return data[0], nil
 }
 
-func (j *jaegerProcess) search(service string, from, to time.Time) ([]jTrace, error) {
+func (j *jaegerProcess) search(service string, from, to time.Time) ([]jaeger.Trace, error) {
 	return j.get("/api/traces", url.Values{
 		"service": {service},
 		"start":   {strconv.FormatInt(from.UnixMicro(), 10)},
@@ -578,7 +515,7 @@ func (j *jaegerProcess) search(service string, from, to time.Time) ([]jTrace, er
 
 // incomplete says what the trace still lacks ("" when the root and every
 // phase span with its three steps are there).
-func incomplete(tr jTrace, rootName string, phases []string) string {
+func incomplete(tr jaeger.Trace, rootName string, phases []string) string {
 	have := map[string]bool{}
 	kids := map[string]map[string]bool{}
 	idName := map[string]string{}
@@ -587,7 +524,7 @@ func incomplete(tr jTrace, rootName string, phases []string) string {
 		idName[s.SpanID] = s.OperationName
 	}
 	for _, s := range tr.Spans {
-		if p, _ := s.parent(); p != "" {
+		if p, _ := spanParent(&s); p != "" {
 			pn := idName[p]
 			if kids[pn] == nil {
 				kids[pn] = map[string]bool{}
@@ -612,12 +549,12 @@ func incomplete(tr jTrace, rootName string, phases []string) string {
 }
 
 // dump renders a trace compactly for failure messages.
-func (tr jTrace) dump() string {
+func dumpTrace(tr jaeger.Trace) string {
 	var b strings.Builder
-	spans := append([]jSpan(nil), tr.Spans...)
+	spans := append([]jaeger.Span(nil), tr.Spans...)
 	sort.Slice(spans, func(i, k int) bool { return spans[i].StartTime < spans[k].StartTime })
 	for _, s := range spans {
-		p, _ := s.parent()
+		p, _ := spanParent(&s)
 		fmt.Fprintf(&b, "  %s parent=%s %q start=%d dur=%dµs tags=%v\n", s.SpanID, p, s.OperationName, s.StartTime, s.Duration, s.Tags)
 	}
 	return b.String()

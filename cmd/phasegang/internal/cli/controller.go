@@ -16,6 +16,7 @@ import (
 	"github.com/phasegang/phasegang/controllers"
 	"github.com/phasegang/phasegang/driver"
 	"github.com/phasegang/phasegang/engine"
+	"github.com/phasegang/phasegang/tracing"
 )
 
 type controllerFlags struct {
@@ -98,7 +99,7 @@ func runController(f *controllerFlags) error {
 	if err != nil {
 		return err
 	}
-	tracing, err := controllers.TracingFromEnv(context.Background())
+	tr, err := tracing.FromEnv(context.Background())
 	if err != nil {
 		return err
 	}
@@ -106,18 +107,18 @@ func runController(f *controllerFlags) error {
 		// Flush the spans still in the batch processor.
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		if err := tracing.Shutdown(ctx); err != nil {
+		if err := tr.Shutdown(ctx); err != nil {
 			ctrl.Log.Error(err, "flushing traces")
 		}
 	}()
-	if tracing != nil {
+	if tr != nil {
 		ctrl.Log.Info("tracing on: exporting OTLP spans (OTEL_* environment)")
 	}
 	if err := controllers.Setup(mgr, controllers.Options{
 		Engine:       engine.Config{StarvationBound: f.starvationBound},
 		Interval:     f.interval,
 		Workers:      f.workers,
-		Tracer:       tracing.PhaseTracer(),
+		Tracer:       tr.PhaseTracer(),
 		PodGroups:    f.podGroups,
 		Provisioning: controllers.Provisioning{Class: f.provisioning, Delay: f.provisionDelay},
 	}); err != nil {

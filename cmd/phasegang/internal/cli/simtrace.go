@@ -15,8 +15,8 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/phasegang/phasegang/apis/v1alpha1"
-	"github.com/phasegang/phasegang/controllers"
 	"github.com/phasegang/phasegang/sim"
+	"github.com/phasegang/phasegang/tracing"
 )
 
 // simNamespace is the namespace simulated pipelines' spans name.
@@ -25,12 +25,12 @@ const simNamespace = "sim"
 // simExporter exports the simulator's pipelines with the controller's span
 // model, at virtual times (sim.Epoch + virtual time).
 type simExporter struct {
-	tracing *controllers.Tracing
-	run     string
+	tr  *tracing.Tracing
+	run string
 }
 
 func newSimExporter(endpoint string) (*simExporter, error) {
-	exp, err := controllers.OTLPExporter(context.Background(), endpoint)
+	exp, err := tracing.OTLPExporter(context.Background(), endpoint)
 	if err != nil {
 		return nil, err
 	}
@@ -38,17 +38,17 @@ func newSimExporter(endpoint string) (*simExporter, error) {
 }
 
 func newSimExporterWith(exp sdktrace.SpanExporter) (*simExporter, error) {
-	t, err := controllers.NewTracing(context.Background(), exp)
+	t, err := tracing.New(context.Background(), exp)
 	if err != nil {
 		return nil, err
 	}
-	return &simExporter{tracing: t, run: time.Now().UTC().Format(time.RFC3339Nano)}, nil
+	return &simExporter{tr: t, run: time.Now().UTC().Format(time.RFC3339Nano)}, nil
 }
 
 func (e *simExporter) shutdown(stderr io.Writer) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := e.tracing.Shutdown(ctx); err != nil {
+	if err := e.tr.Shutdown(ctx); err != nil {
 		fmt.Fprintf(stderr, "phasegang: exporting traces: %v\n", err)
 	}
 }
@@ -77,13 +77,13 @@ func (t *simPolicyTracer) observe(r sim.PhaseRecord) {
 	at := func(d time.Duration) time.Time { return sim.Epoch.Add(d) }
 	a := simPhaseAttempt(t.traceID(r.Pipeline), r)
 	a.Queued, a.Reserved, a.Started, a.Ended = at(r.Queued), at(r.Started), at(r.Started), at(r.Ended)
-	t.e.tracing.Tracer.EmitPhase(context.Background(), a)
+	t.e.tr.Tracer.EmitPhase(context.Background(), a)
 	t.ends[r.Pipeline] = max(t.ends[r.Pipeline], r.Ended)
 }
 
 // simPhaseAttempt is a simulated phase attempt's span (times aside).
-func simPhaseAttempt(tid trace.TraceID, r sim.PhaseRecord) controllers.PhaseAttempt {
-	a := controllers.PhaseAttempt{
+func simPhaseAttempt(tid trace.TraceID, r sim.PhaseRecord) tracing.PhaseAttempt {
+	a := tracing.PhaseAttempt{
 		TraceID: tid, Pipeline: simNamespace + "/" + r.Pipeline, Instance: r.Instance,
 		Min: r.Min, Desired: r.Desired, Granted: r.Workers,
 		GPUs:    int64(float64(r.Workers)*r.GPUs + 0.5),
@@ -116,7 +116,7 @@ func simPhaseAttempt(tid trace.TraceID, r sim.PhaseRecord) controllers.PhaseAtte
 func (t *simPolicyTracer) finish(r *sim.Result) {
 	for _, p := range r.Pipelines {
 		end := max(p.Finish, p.Arrival, t.ends[p.Name])
-		t.e.tracing.Tracer.EmitPipeline(context.Background(), controllers.PipelineSpan{
+		t.e.tr.Tracer.EmitPipeline(context.Background(), tracing.PipelineSpan{
 			TraceID: t.traceID(p.Name), Namespace: simNamespace, Name: p.Name,
 			Start: sim.Epoch.Add(p.Arrival), End: sim.Epoch.Add(end),
 			State: p.State, Phases: p.Phases,

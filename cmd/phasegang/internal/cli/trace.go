@@ -20,6 +20,8 @@ import (
 
 	"github.com/phasegang/phasegang/apis/v1alpha1"
 	"github.com/phasegang/phasegang/controllers"
+	"github.com/phasegang/phasegang/tracing"
+	"github.com/phasegang/phasegang/tracing/jaeger"
 )
 
 type traceFlags struct {
@@ -52,7 +54,7 @@ See docs/tracing.md.`,
 	fl := cmd.Flags()
 	fl.StringVarP(&f.namespace, "namespace", "n", "default", "namespace of the PhasedTraining")
 	fl.StringVar(&f.jaeger, "jaeger", "http://127.0.0.1:16686", "base URL of Jaeger's query service")
-	fl.StringVar(&f.service, "service", controllers.DefaultServiceName, "print the spans of this service (empty: every span of the trace)")
+	fl.StringVar(&f.service, "service", tracing.DefaultServiceName, "print the spans of this service (empty: every span of the trace)")
 	fl.StringVar(&f.traceID, "trace-id", "", "trace id to print (skips reading the PhasedTraining from the cluster)")
 	fl.StringVar(&f.kubeconfig, "kubeconfig", "", "path to a kubeconfig (default: $KUBECONFIG, then in-cluster)")
 	fl.DurationVar(&f.timeout, "timeout", 30*time.Second, "how long to wait for the cluster and Jaeger")
@@ -104,51 +106,7 @@ func traceIDFromCluster(ctx context.Context, f *traceFlags, name string) (string
 	return pt.Status.TraceID, nil
 }
 
-// jaegerTrace is one trace of Jaeger's query API (GET /api/traces/<id>).
-type jaegerTrace struct {
-	TraceID   string                   `json:"traceID"`
-	Spans     []jaegerSpan             `json:"spans"`
-	Processes map[string]jaegerProcess `json:"processes"`
-}
-
-type jaegerSpan struct {
-	TraceID       string `json:"traceID"`
-	SpanID        string `json:"spanID"`
-	OperationName string `json:"operationName"`
-	References    []struct {
-		RefType string `json:"refType"`
-		TraceID string `json:"traceID"`
-		SpanID  string `json:"spanID"`
-	} `json:"references"`
-	StartTime int64       `json:"startTime"` // µs since the epoch
-	Duration  int64       `json:"duration"`  // µs
-	Tags      []jaegerTag `json:"tags"`
-	Logs      []struct {
-		Timestamp int64       `json:"timestamp"`
-		Fields    []jaegerTag `json:"fields"`
-	} `json:"logs"`
-	ProcessID string `json:"processID"`
-}
-
-type jaegerTag struct {
-	Key   string `json:"key"`
-	Type  string `json:"type"`
-	Value any    `json:"value"`
-}
-
-type jaegerProcess struct {
-	ServiceName string `json:"serviceName"`
-}
-
-type jaegerResponse struct {
-	Data   []jaegerTrace `json:"data"`
-	Errors []struct {
-		Code int    `json:"code"`
-		Msg  string `json:"msg"`
-	} `json:"errors"`
-}
-
-func fetchJaegerTrace(ctx context.Context, base, traceID string) (*jaegerTrace, error) {
+func fetchJaegerTrace(ctx context.Context, base, traceID string) (*jaeger.Trace, error) {
 	u := strings.TrimRight(base, "/") + "/api/traces/" + url.PathEscape(traceID)
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
@@ -172,8 +130,8 @@ func fetchJaegerTrace(ctx context.Context, base, traceID string) (*jaegerTrace, 
 	return parseJaegerTrace(body, traceID)
 }
 
-func parseJaegerTrace(body []byte, traceID string) (*jaegerTrace, error) {
-	var r jaegerResponse
+func parseJaegerTrace(body []byte, traceID string) (*jaeger.Trace, error) {
+	var r jaeger.Response
 	if err := json.Unmarshal(body, &r); err != nil {
 		return nil, fmt.Errorf("reading Jaeger's answer: %w", err)
 	}
@@ -186,28 +144,11 @@ func parseJaegerTrace(body []byte, traceID string) (*jaegerTrace, error) {
 	return &r.Data[0], nil
 }
 
-func (s *jaegerSpan) tag(key string) (string, bool) {
-	for _, t := range s.Tags {
-		if t.Key == key {
-			switch v := t.Value.(type) {
-			case string:
-				return v, true
-			case float64:
-				return fmt.Sprintf("%g", v), true
-			default:
-				b, _ := json.Marshal(v)
-				return string(b), true
-			}
-		}
-	}
-	return "", false
-}
-
-func (s *jaegerSpan) parent() string {
-	for _, r := range s.References {
-		if r.RefType == "CHILD_OF" {
-			return r.SpanID
-		}
+// spanParent is the span's CHILD_OF parent, else the first span it
+// references.
+func spanParent(s *jaeger.Span) string {
+	if r, ok := s.ChildOf(); ok {
+		return r.SpanID
 	}
 	if len(s.References) > 0 {
 		return s.References[0].SpanID
@@ -217,9 +158,9 @@ func (s *jaegerSpan) parent() string {
 
 // printTrace prints the span tree: one line per span, indented by depth,
 // with its duration and key attributes; a phase span's events follow it.
-func printTrace(w io.Writer, tr *jaegerTrace, service string) error {
-	var spans []*jaegerSpan
-	byID := map[string]*jaegerSpan{}
+func printTrace(w io.Writer, tr *jaeger.Trace, service string) error {
+	var spans []*jaeger.Span
+	byID := map[string]*jaeger.Span{}
 	for i := range tr.Spans {
 		s := &tr.Spans[i]
 		if service != "" && tr.Processes[s.ProcessID].ServiceName != service {
@@ -231,18 +172,18 @@ func printTrace(w io.Writer, tr *jaegerTrace, service string) error {
 	if len(spans) == 0 {
 		return fmt.Errorf("trace %s has no span of service %q", tr.TraceID, service)
 	}
-	children := map[string][]*jaegerSpan{}
-	var roots []*jaegerSpan
+	children := map[string][]*jaeger.Span{}
+	var roots []*jaeger.Span
 	for _, s := range spans {
-		if p := s.parent(); p != "" && byID[p] != nil {
+		if p := spanParent(s); p != "" && byID[p] != nil {
 			children[p] = append(children[p], s)
 		} else {
 			roots = append(roots, s)
 		}
 	}
-	order := func(list []*jaegerSpan) {
-		rank := map[string]int{controllers.SpanQueued: 0, controllers.SpanReserved: 1, controllers.SpanRunning: 2}
-		slices.SortStableFunc(list, func(a, b *jaegerSpan) int {
+	order := func(list []*jaeger.Span) {
+		rank := map[string]int{tracing.SpanQueued: 0, tracing.SpanReserved: 1, tracing.SpanRunning: 2}
+		slices.SortStableFunc(list, func(a, b *jaeger.Span) int {
 			if a.StartTime != b.StartTime {
 				return cmp.Compare(a.StartTime, b.StartTime)
 			}
@@ -255,11 +196,11 @@ func printTrace(w io.Writer, tr *jaegerTrace, service string) error {
 		})
 	}
 	order(roots)
-	var walk func(s *jaegerSpan, depth int)
-	walk = func(s *jaegerSpan, depth int) {
+	var walk func(s *jaeger.Span, depth int)
+	walk = func(s *jaeger.Span, depth int) {
 		fmt.Fprintf(w, "%s%s\n", strings.Repeat("  ", depth), spanLine(s))
 		if strings.HasPrefix(s.OperationName, "phase ") {
-			if v, ok := s.tag("phasegang.waiting_for"); ok && v != "" {
+			if v, ok := s.Tag("phasegang.waiting_for"); ok && v != "" {
 				fmt.Fprintf(w, "%swaited for: %s\n", strings.Repeat("  ", depth+1), v)
 			}
 			for _, l := range s.Logs {
@@ -290,11 +231,11 @@ func fmtDuration(d time.Duration) string {
 	return d.String()
 }
 
-func spanLine(s *jaegerSpan) string {
+func spanLine(s *jaeger.Span) string {
 	label := s.OperationName
 	var attrs []string
 	add := func(name, key string) {
-		if v, ok := s.tag(key); ok && v != "" {
+		if v, ok := s.Tag(key); ok && v != "" {
 			attrs = append(attrs, name+"="+v)
 		}
 	}
@@ -302,9 +243,9 @@ func spanLine(s *jaegerSpan) string {
 	case strings.HasPrefix(s.OperationName, "PhasedTraining "):
 		add("state", "phasegang.state")
 	case strings.HasPrefix(s.OperationName, "phase "):
-		phase, ok1 := s.tag("phasegang.phase")
-		it, ok2 := s.tag("phasegang.iteration")
-		at, ok3 := s.tag("phasegang.attempt")
+		phase, ok1 := s.Tag("phasegang.phase")
+		it, ok2 := s.Tag("phasegang.iteration")
+		at, ok3 := s.Tag("phasegang.attempt")
 		if ok1 && ok2 && ok3 {
 			label = fmt.Sprintf("phase %s#%s.%s", phase, it, at)
 		}
@@ -324,8 +265,8 @@ func spanLine(s *jaegerSpan) string {
 
 // spanNodes reads phasegang.nodes, a string slice attribute, which
 // Jaeger's API returns as a JSON array in a string.
-func spanNodes(s *jaegerSpan) []string {
-	v, ok := s.tag("phasegang.nodes")
+func spanNodes(s *jaeger.Span) []string {
+	v, ok := s.Tag("phasegang.nodes")
 	if !ok || v == "" {
 		return nil
 	}
@@ -336,14 +277,13 @@ func spanNodes(s *jaegerSpan) []string {
 	return nodes
 }
 
-func logLine(s *jaegerSpan, ts int64, fields []jaegerTag) string {
-	ev := jaegerSpan{Tags: fields}
-	name, _ := ev.tag("event")
+func logLine(s *jaeger.Span, ts int64, fields []jaeger.KeyValue) string {
+	name, _ := jaeger.Lookup(fields, "event")
 	line := fmt.Sprintf("@%s %s", fmtDuration(micros(ts-s.StartTime)), name)
-	if v, ok := ev.tag("phasegang.workers"); ok && v != "0" {
+	if v, ok := jaeger.Lookup(fields, "phasegang.workers"); ok && v != "0" {
 		line += " workers=" + v
 	}
-	if v, ok := ev.tag("phasegang.message"); ok && v != "" {
+	if v, ok := jaeger.Lookup(fields, "phasegang.message"); ok && v != "" {
 		line += ": " + v
 	}
 	return line

@@ -120,7 +120,7 @@ func TestSimulateExportsTheSpanModel(t *testing.T) {
 	}
 	pt.finish(res)
 	// (Shutdown would empty the in-memory exporter.)
-	if err := exp.tracing.Provider.ForceFlush(context.Background()); err != nil {
+	if err := exp.tr.Provider.ForceFlush(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	spans := mem.GetSpans()

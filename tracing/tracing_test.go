@@ -1,4 +1,4 @@
-package controllers
+package tracing
 
 import (
 	"context"
@@ -389,23 +389,23 @@ func TestSkippedPhaseSpan(t *testing.T) {
 func TestTracingFromEnv(t *testing.T) {
 	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "")
 	t.Setenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "")
-	tr, err := TracingFromEnv(context.Background())
+	tr, err := FromEnv(context.Background())
 	if err != nil || tr != nil || tr.PhaseTracer() != nil {
 		t.Fatalf("no endpoint: %v, %v", tr, err)
 	}
 	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:1")
 	t.Setenv("OTEL_SDK_DISABLED", "true")
-	if tr, err := TracingFromEnv(context.Background()); err != nil || tr != nil {
+	if tr, err := FromEnv(context.Background()); err != nil || tr != nil {
 		t.Fatalf("disabled: %v, %v", tr, err)
 	}
 	t.Setenv("OTEL_SDK_DISABLED", "")
 	t.Setenv("OTEL_EXPORTER_OTLP_PROTOCOL", "http/json")
-	if _, err := TracingFromEnv(context.Background()); err == nil {
+	if _, err := FromEnv(context.Background()); err == nil {
 		t.Fatal("http/json accepted")
 	}
 	for _, proto := range []string{"", "grpc", "http/protobuf"} {
 		t.Setenv("OTEL_EXPORTER_OTLP_PROTOCOL", proto)
-		tr, err := TracingFromEnv(context.Background())
+		tr, err := FromEnv(context.Background())
 		if err != nil || tr == nil || tr.PhaseTracer() == nil {
 			t.Fatalf("protocol %q: %v, %v", proto, tr, err)
 		}

@@ -1,4 +1,4 @@
-package controllers
+package tracing
 
 import (
 	"context"
@@ -40,7 +40,7 @@ func (t *Tracing) PhaseTracer() PhaseTracer {
 	return t.Tracer
 }
 
-// TracingFromEnv configures tracing from the standard OpenTelemetry
+// FromEnv configures tracing from the standard OpenTelemetry
 // environment variables only:
 //
 //   - OTEL_SDK_DISABLED=true: off.
@@ -53,7 +53,7 @@ func (t *Tracing) PhaseTracer() PhaseTracer {
 //     timeout, insecure, certificates).
 //
 // Spans go through a batch span processor: call Shutdown on exit.
-func TracingFromEnv(ctx context.Context) (*Tracing, error) {
+func FromEnv(ctx context.Context) (*Tracing, error) {
 	if strings.EqualFold(strings.TrimSpace(os.Getenv("OTEL_SDK_DISABLED")), "true") {
 		return nil, nil
 	}
@@ -77,7 +77,7 @@ func TracingFromEnv(ctx context.Context) (*Tracing, error) {
 	if err != nil {
 		return nil, fmt.Errorf("creating the OTLP exporter: %w", err)
 	}
-	return NewTracing(ctx, exp)
+	return New(ctx, exp)
 }
 
 // OTLPExporter returns an exporter for an explicit endpoint: an http:// or
@@ -100,10 +100,10 @@ func OTLPExporter(ctx context.Context, endpoint string) (sdktrace.SpanExporter, 
 	return otlptracegrpc.New(ctx, otlptracegrpc.WithEndpoint(endpoint), otlptracegrpc.WithInsecure())
 }
 
-// NewTracing traces into exp through a batch span processor, with
+// New traces into exp through a batch span processor, with
 // phasegang's resource (service.name from OTEL_SERVICE_NAME, default
 // "phasegang").
-func NewTracing(ctx context.Context, exp sdktrace.SpanExporter) (*Tracing, error) {
+func New(ctx context.Context, exp sdktrace.SpanExporter) (*Tracing, error) {
 	res, err := Resource(ctx)
 	if err != nil {
 		return nil, err

@@ -1,4 +1,4 @@
-package controllers
+package tracing
 
 import (
 	"context"
