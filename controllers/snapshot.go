@@ -63,7 +63,7 @@ func buildSnapshot(v clusterView, now time.Time, fence *engine.Fence) (engine.Sn
 		}
 		snap.Nodes = append(snap.Nodes, engine.Node{
 			Name: n.Name, Labels: n.Labels, Taints: n.Spec.Taints, Unschedulable: n.Spec.Unschedulable,
-			Allocatable: engine.NodeResources(n.Status.Allocatable),
+			Allocatable: driver.NodeResources(n.Status.Allocatable),
 			Used:        u.all, Leaving: u.leaving, LastPod: u.lastPod, HostPorts: u.ports,
 		})
 	}
@@ -123,7 +123,7 @@ func unmanagedUse(pods []corev1.Pod, covered map[podID]string) map[string]*nodeU
 			req[engine.ResourceName(name)] += q.MilliValue()
 		}
 		add(u.all, req)
-		u.ports = append(u.ports, engine.HostPortsOf(&p.Spec)...)
+		u.ports = append(u.ports, driver.HostPortsOf(&p.Spec)...)
 		if p.DeletionTimestamp != nil || p.Labels[driver.LabelManaged] != "" {
 			if u.leaving == nil {
 				u.leaving = engine.ResourceList{}
