@@ -62,8 +62,7 @@ func (r *Reconciler) checkPods(ctx context.Context, pt *v1alpha1.PhasedTraining)
 // dryRunPod creates worker 0 of phase's first attempt with dryRun=All.
 func (r *Reconciler) dryRunPod(ctx context.Context, pt *v1alpha1.PhasedTraining, phase *v1alpha1.Phase) error {
 	ps := &v1alpha1.PhaseStatus{Name: phase.Name}
-	n := max(phase.Gang.Min, phase.Gang.DesiredOrMin())
-	pod := driver.BuildWorkerPod(pt, phase, ps, 0, dryRunNode, n)
+	pod := driver.BuildWorkerPod(pt, phase, ps, 0, dryRunNode, driver.MaxWorkers(phase.Gang))
 	// A generated name: a running attempt's pod may hold the real one.
 	pod.GenerateName, pod.Name = pod.Name+"-check-", ""
 	return r.Client.Create(ctx, pod, client.DryRunAll, client.FieldOwner(driver.FieldManager))

@@ -4,7 +4,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	resourcehelper "k8s.io/component-helpers/resource"
 
 	"github.com/phasegang/phasegang/apis/v1alpha1"
 	"github.com/phasegang/phasegang/driver"
@@ -43,103 +42,14 @@ func buildSnapshot(v clusterView, now time.Time, fence *engine.Fence) (engine.Sn
 	// when another pod takes their node's capacity.
 	driver.MarkBinding(d, v.Pods)
 	snap := engine.Snapshot{Now: now, Fence: fence, Ledger: d.Ledger, Queue: d.Queue, Upcoming: d.Upcoming, Queues: driver.Queues(v.Queues)}
-	covered := coveredPods(d)
-	used := unmanagedUse(v.Pods, covered)
+	covered := driver.CoveredPods(d)
 	// A granted worker charges its namespace's quotas from its grant on
 	// (the engine counts it); its pod, once it exists, is not counted
 	// again.
 	snap.Quotas = driver.Quotas(v.Quotas, v.Pods, func(ns, name string) bool {
-		_, ok := covered[podID{ns, name}]
+		_, ok := covered[driver.PodKey{Namespace: ns, Name: name}]
 		return ok
 	}, now)
-	for i := range v.Nodes {
-		n := &v.Nodes[i]
-		if n.DeletionTimestamp != nil {
-			continue
-		}
-		u := used[n.Name]
-		if u == nil {
-			u = &nodeUse{}
-		}
-		snap.Nodes = append(snap.Nodes, engine.Node{
-			Name: n.Name, Labels: n.Labels, Taints: n.Spec.Taints, Unschedulable: n.Spec.Unschedulable,
-			Allocatable: engine.NodeResources(n.Status.Allocatable),
-			Used:        u.all, Leaving: u.leaving, LastPod: u.lastPod, HostPorts: u.ports,
-		})
-	}
+	snap.Nodes = driver.Nodes(v.Nodes, v.Pods, covered)
 	return snap, d
-}
-
-type podID struct{ ns, name string }
-
-// coveredPods maps the pods of granted workers to their granted node:
-// their capacity is the grant's, not counted again as pods.
-func coveredPods(d *driver.Demand) map[podID]string {
-	covered := map[podID]string{}
-	for _, g := range d.Ledger {
-		ref := d.Gangs[g.Gang]
-		ps := ref.Status()
-		for w, node := range g.Workers {
-			covered[podID{ref.Pipeline.Namespace, driver.PodName(ref.Pipeline, ps.Name, ps.Iteration, ps.Attempt, int32(w))}] = node
-		}
-	}
-	return covered
-}
-
-// nodeUse is what the pods no grant covers use of one node.
-type nodeUse struct {
-	// all is every such pod's requests; leaving the part of it whose
-	// pods go by themselves (being deleted, or phasegang's own whose
-	// grant ended: the reconciler deletes them).
-	all, leaving engine.ResourceList
-	// lastPod is the newest pod that stays ("namespace/name").
-	lastPod string
-	lastAt  time.Time
-	// ports are the host ports those pods bind (leaving ones too: they
-	// hold them until they are gone).
-	ports []engine.HostPort
-}
-
-// unmanagedUse sums, per node, the requests of every bound, unfinished pod
-// no grant covers: other workloads, and phasegang's own pods whose grant
-// is gone but which still terminate.
-func unmanagedUse(pods []corev1.Pod, covered map[podID]string) map[string]*nodeUse {
-	used := map[string]*nodeUse{}
-	for i := range pods {
-		p := &pods[i]
-		if p.Spec.NodeName == "" || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
-			continue
-		}
-		if node, ok := covered[podID{p.Namespace, p.Name}]; ok && node == p.Spec.NodeName {
-			continue
-		}
-		u := used[p.Spec.NodeName]
-		if u == nil {
-			u = &nodeUse{all: engine.ResourceList{}}
-			used[p.Spec.NodeName] = u
-		}
-		req := engine.ResourceList{engine.ResourceName(corev1.ResourcePods): engine.Milli(1)}
-		for name, q := range resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{}) {
-			req[engine.ResourceName(name)] += q.MilliValue()
-		}
-		add(u.all, req)
-		u.ports = append(u.ports, engine.HostPortsOf(&p.Spec)...)
-		if p.DeletionTimestamp != nil || p.Labels[driver.LabelManaged] != "" {
-			if u.leaving == nil {
-				u.leaving = engine.ResourceList{}
-			}
-			add(u.leaving, req)
-			continue
-		}
-		if at := p.CreationTimestamp.Time; u.lastPod == "" || at.After(u.lastAt) {
-			u.lastPod, u.lastAt = p.Namespace+"/"+p.Name, at
-		}
-	}
-	return used
-}
-
-func add(into, rl engine.ResourceList) {
-	for name, v := range rl {
-		into[name] += v
-	}
 }

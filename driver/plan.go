@@ -11,6 +11,7 @@ import (
 
 	"github.com/phasegang/phasegang/apis/v1alpha1"
 	"github.com/phasegang/phasegang/engine"
+	"github.com/phasegang/phasegang/phases"
 )
 
 // Change is one pipeline's new status after a scheduling cycle, with the
@@ -75,7 +76,7 @@ func ApplyPlan(plan engine.Plan, d *Demand, now time.Time, changes Changes) {
 	}
 	for _, rv := range plan.Reserves {
 		if g, ok := d.Gangs[rv.Gang]; ok {
-			applyReserve(changes.Touch(g.Pipeline), g.Index, rv, now)
+			applyReserve(changes.Touch(g.Pipeline), g, rv, now)
 		}
 	}
 	for _, gr := range plan.Grows {
@@ -162,7 +163,8 @@ func applyShrink(c *Change, i int, shr engine.Shrink, stamp metav1.Time) {
 	c.Events = append(c.Events, normal("Shrunk", "Schedule", fmt.Sprintf("phase %s gave back %d surplus workers (now %d) for %s", PhaseLabel(ps), len(shr.Workers), len(ps.Assignments), shr.For.Pipeline)))
 }
 
-func applyReserve(c *Change, i int, rv engine.Reservation, now time.Time) {
+func applyReserve(c *Change, g Gang, rv engine.Reservation, now time.Time) {
+	i := g.Index
 	ps := &c.Status.Phases[i]
 	nodes := make([]string, len(rv.Workers))
 	for _, w := range rv.Workers {
@@ -173,11 +175,9 @@ func applyReserve(c *Change, i int, rv engine.Reservation, now time.Time) {
 		wait = now.Sub(ps.QueuedTime.Time)
 	}
 	Reserve(c.Status, i, nodes, now)
-	if ph := SpecPhase(c.Pipeline, ps.Name); ph != nil {
-		// The gang's size, so the status can tell Starting from Running
-		// (at least min workers run).
-		ps.Workers.Min, ps.Workers.Desired = ph.Gang.Min, ph.Gang.DesiredOrMin()
-	}
+	// The gang's size, so the status can tell Starting from Running (at
+	// least min workers run): from the phase the Demand read.
+	phases.SetSize(&ps.Workers, g.Phase.Gang)
 	setCondition(c.Status, c.Pipeline.Generation, v1alpha1.ConditionInfeasible, false, v1alpha1.ReasonGangReserved, "the gang fits")
 	if wait >= NoteworthyWait {
 		c.Events = append(c.Events, normal("Reserved", "Schedule", fmt.Sprintf("phase %s: reserved %d workers on %s after %s queued", PhaseLabel(ps), len(nodes), reservationText(ps.Reservation), wait.Round(time.Second))))

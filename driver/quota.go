@@ -108,7 +108,7 @@ func Quotas(rqs []corev1.ResourceQuota, pods []corev1.Pod, covered func(namespac
 	for i := range pods {
 		p := &pods[i]
 		if list, ok := byNS[p.Namespace]; ok {
-			byNS[p.Namespace] = append(list, podQuota{p: p, facts: engine.QuotaFactsOf(&p.Spec), use: PodQuotaUse(p, now)})
+			byNS[p.Namespace] = append(list, podQuota{p: p, facts: QuotaFactsOf(&p.Spec), use: PodQuotaUse(p, now)})
 		}
 	}
 	var out []engine.Quota

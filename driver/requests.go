@@ -57,11 +57,11 @@ func Request(pt *v1alpha1.PhasedTraining, phase *v1alpha1.Phase, ps *v1alpha1.Ph
 		Created:     pt.CreationTimestamp.Time,
 		Min:         phase.Gang.Min,
 		Desired:     phase.Gang.DesiredOrMin(),
-		Footprint:   engine.WorkerFootprint(&phase.Template.Spec),
-		Constraints: engine.ConstraintsOf(&phase.Template.Spec),
-		HostPorts:   engine.HostPortsOf(&phase.Template.Spec),
+		Footprint:   WorkerFootprint(&phase.Template.Spec),
+		Constraints: ConstraintsOf(&phase.Template.Spec),
+		HostPorts:   HostPortsOf(&phase.Template.Spec),
 		OnePerNode:  phases.SpreadsOwnWorkers(&phase.Template.Spec, phase.Template.Labels),
-		Quota:       engine.QuotaFactsOf(&phase.Template.Spec),
+		Quota:       QuotaFactsOf(&phase.Template.Spec),
 		Queue:       pt.Spec.QueueName,
 	}
 	r.Queued = r.Created

@@ -23,11 +23,10 @@ func setWorkersSummary(pt *v1alpha1.PhasedTraining, st *v1alpha1.PhasedTrainingS
 		}
 		active = true
 		granted += int32(len(ps.Assignments))
-		switch {
-		case ps.Workers.Desired > 0:
+		if ps.Workers.Desired > 0 {
 			desired += ps.Workers.Desired
-		case SpecPhase(pt, ps.Name) != nil:
-			desired += SpecPhase(pt, ps.Name).Gang.DesiredOrMin()
+		} else if phase := SpecPhase(pt, ps.Name); phase != nil {
+			desired += phase.Gang.DesiredOrMin()
 		}
 	}
 	st.Workers = ""

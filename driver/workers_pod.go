@@ -46,6 +46,10 @@ func peers(pt *v1alpha1.PhasedTraining, ps *v1alpha1.PhaseStatus, n int32) []str
 	return out
 }
 
+// MaxWorkers is the most workers a gang runs: desired, or min when
+// desired is unset or smaller.
+func MaxWorkers(g v1alpha1.Gang) int32 { return max(g.Min, g.DesiredOrMin()) }
+
 // BuildWorkerPod is worker index of a reserved phase attempt, pinned to its
 // reserved node so kube-scheduler binds it exactly where the engine
 // reserved capacity. worldSize is the gang's size when the pod is created.
@@ -59,7 +63,7 @@ func BuildWorkerPod(pt *v1alpha1.PhasedTraining, phase *v1alpha1.Phase, ps *v1al
 		labels[k] = v
 	}
 	labels[LabelWorker] = strconv.Itoa(int(index))
-	if max(phase.Gang.Min, phase.Gang.DesiredOrMin()) > 1 {
+	if MaxWorkers(phase.Gang) > 1 {
 		labels[LabelPeers] = "true"
 	}
 	pod := &corev1.Pod{

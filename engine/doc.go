@@ -30,8 +30,10 @@
 // The engine never reads the clock (time is Snapshot.Now or Cycle's
 // argument), never does I/O, and imports neither client-go nor
 // controller-runtime: a test enforces it. It uses k8s.io/api types and
-// kube-scheduler's component-helpers only to evaluate node affinity,
-// taints and the effective pod request exactly as the scheduler does.
+// kube-scheduler's component-helpers only to evaluate node affinity and
+// taints exactly as the scheduler does; it parses no pod spec (the
+// driver turns a worker's spec into its footprint, host ports and quota
+// facts).
 //
 // Two ways to drive it: Schedule(cfg, snapshot) for a caller that rebuilds
 // its view every cycle (the controller after a restart), or a long-lived

@@ -33,8 +33,8 @@ type HostPort struct {
 
 const bindAll = "0.0.0.0"
 
-// normalized fills in kube-scheduler's defaults: TCP, every address.
-func (p HostPort) normalized() HostPort {
+// Normalized fills in kube-scheduler's defaults: TCP, every address.
+func (p HostPort) Normalized() HostPort {
 	if p.Protocol == "" {
 		p.Protocol = string(corev1.ProtocolTCP)
 	}
@@ -49,7 +49,7 @@ func (p HostPort) normalized() HostPort {
 // CheckConflict): same protocol and port, and the same address or either
 // bound to every address.
 func (p HostPort) Conflicts(q HostPort) bool {
-	p, q = p.normalized(), q.normalized()
+	p, q = p.Normalized(), q.Normalized()
 	if p.Port <= 0 || p.Port != q.Port || p.Protocol != q.Protocol {
 		return false
 	}
@@ -57,29 +57,11 @@ func (p HostPort) Conflicts(q HostPort) bool {
 }
 
 func (p HostPort) String() string {
-	p = p.normalized()
+	p = p.Normalized()
 	if p.HostIP == bindAll {
 		return fmt.Sprintf("%s/%d", p.Protocol, p.Port)
 	}
 	return fmt.Sprintf("%s/%s:%d", p.Protocol, p.HostIP, p.Port)
-}
-
-// HostPortsOf lists the host ports a pod spec binds: those of its
-// containers and init containers (sidecars hold theirs for the pod's
-// life; counting a plain init container's too is stricter than
-// kube-scheduler, never looser).
-func HostPortsOf(spec *corev1.PodSpec) []HostPort {
-	var out []HostPort
-	for _, cs := range [][]corev1.Container{spec.InitContainers, spec.Containers} {
-		for i := range cs {
-			for _, p := range cs[i].Ports {
-				if p.HostPort > 0 {
-					out = append(out, HostPort{Protocol: string(p.Protocol), Port: p.HostPort, HostIP: p.HostIP}.normalized())
-				}
-			}
-		}
-	}
-	return out
 }
 
 // normalizePorts returns ports with defaults filled in, sorted, without
@@ -90,7 +72,7 @@ func normalizePorts(ports []HostPort) []HostPort {
 	}
 	out := make([]HostPort, len(ports))
 	for i, p := range ports {
-		out[i] = p.normalized()
+		out[i] = p.Normalized()
 	}
 	slices.SortFunc(out, func(a, b HostPort) int { return strings.Compare(a.String(), b.String()) })
 	return slices.Compact(out)

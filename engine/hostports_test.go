@@ -4,7 +4,6 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	corev1 "k8s.io/api/core/v1"
 )
 
 func TestHostPortConflicts(t *testing.T) {
@@ -30,21 +29,6 @@ func TestHostPortConflicts(t *testing.T) {
 				t.Errorf("%v.Conflicts(%v) = %v, want %v (not symmetric)", tc.b, tc.a, got, tc.want)
 			}
 		})
-	}
-}
-
-func TestHostPortsOf(t *testing.T) {
-	spec := &corev1.PodSpec{
-		InitContainers: []corev1.Container{{Name: "proxy", Ports: []corev1.ContainerPort{{ContainerPort: 15000, HostPort: 15000}}}},
-		Containers: []corev1.Container{{Name: "w", Ports: []corev1.ContainerPort{
-			{ContainerPort: 29500},
-			{ContainerPort: 8080, HostPort: 8080},
-			{ContainerPort: 53, HostPort: 5353, Protocol: corev1.ProtocolUDP, HostIP: "10.0.0.1"},
-		}}},
-	}
-	want := []HostPort{{Protocol: "TCP", Port: 15000, HostIP: "0.0.0.0"}, {Protocol: "TCP", Port: 8080, HostIP: "0.0.0.0"}, {Protocol: "UDP", Port: 5353, HostIP: "10.0.0.1"}}
-	if diff := cmp.Diff(want, HostPortsOf(spec)); diff != "" {
-		t.Errorf("host ports (-want +got):\n%s", diff)
 	}
 }
 

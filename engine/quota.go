@@ -7,7 +7,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	resourcehelper "k8s.io/component-helpers/resource"
 )
 
 // Quotas
@@ -63,107 +62,6 @@ type QuotaFacts struct {
 	// CrossNamespaceAffinity: a pod (anti-)affinity term names other
 	// namespaces or a namespace selector.
 	CrossNamespaceAffinity bool
-}
-
-// QuotaFactsOf reads the QuotaFacts of a worker pod spec.
-func QuotaFactsOf(spec *corev1.PodSpec) QuotaFacts {
-	f := QuotaFacts{PriorityClassName: spec.PriorityClassName}
-	f.Limits = podLimits(spec)
-	f.Terminating = spec.ActiveDeadlineSeconds != nil && *spec.ActiveDeadlineSeconds >= 0
-	f.BestEffort = bestEffort(spec)
-	f.CrossNamespaceAffinity = crossNamespaceAffinity(spec.Affinity)
-	return f
-}
-
-// podLimits is the pod's limits as the API server's quota admission sums
-// them, nil for none. A worker that is just containers (plainContainers)
-// sums them directly: the driver asks for every request it builds.
-func podLimits(spec *corev1.PodSpec) ResourceList {
-	if plainContainers(spec) {
-		return sumLimits(spec.Containers)
-	}
-	return podLimitsGeneral(spec)
-}
-
-func sumLimits(cs []corev1.Container) ResourceList {
-	var out ResourceList
-	for i := range cs {
-		for name, q := range cs[i].Resources.Limits {
-			if v := q.MilliValue(); v != 0 {
-				if out == nil {
-					out = ResourceList{}
-				}
-				out[ResourceName(name)] += v
-			}
-		}
-	}
-	return out
-}
-
-// podLimitsGeneral is podLimits by k8s.io/component-helpers, for any pod.
-func podLimitsGeneral(spec *corev1.PodSpec) ResourceList {
-	var out ResourceList
-	lim := resourcehelper.PodLimits(&corev1.Pod{Spec: *spec}, resourcehelper.PodResourcesOptions{})
-	if len(lim) > 0 {
-		out = make(ResourceList, len(lim))
-		for name, q := range lim {
-			if v := q.MilliValue(); v != 0 {
-				out[ResourceName(name)] = v
-			}
-		}
-	}
-	return out
-}
-
-func bestEffort(spec *corev1.PodSpec) bool {
-	has := func(rr corev1.ResourceRequirements) bool {
-		for _, rl := range []corev1.ResourceList{rr.Requests, rr.Limits} {
-			for _, name := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
-				if q, ok := rl[name]; ok && !q.IsZero() {
-					return true
-				}
-			}
-		}
-		return false
-	}
-	if spec.Resources != nil && has(*spec.Resources) {
-		return false
-	}
-	for _, cs := range [][]corev1.Container{spec.Containers, spec.InitContainers} {
-		for i := range cs {
-			if has(cs[i].Resources) {
-				return false
-			}
-		}
-	}
-	return true
-}
-
-func crossNamespaceAffinity(a *corev1.Affinity) bool {
-	if a == nil {
-		return false
-	}
-	cross := func(t *corev1.PodAffinityTerm) bool { return len(t.Namespaces) != 0 || t.NamespaceSelector != nil }
-	check := func(req []corev1.PodAffinityTerm, pref []corev1.WeightedPodAffinityTerm) bool {
-		for i := range req {
-			if cross(&req[i]) {
-				return true
-			}
-		}
-		for i := range pref {
-			if cross(&pref[i].PodAffinityTerm) {
-				return true
-			}
-		}
-		return false
-	}
-	if p := a.PodAffinity; p != nil && check(p.RequiredDuringSchedulingIgnoredDuringExecution, p.PreferredDuringSchedulingIgnoredDuringExecution) {
-		return true
-	}
-	if p := a.PodAntiAffinity; p != nil && check(p.RequiredDuringSchedulingIgnoredDuringExecution, p.PreferredDuringSchedulingIgnoredDuringExecution) {
-		return true
-	}
-	return false
 }
 
 // ScopesMatch reports whether a pod with facts f falls under a quota with

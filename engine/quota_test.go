@@ -6,7 +6,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 )
 
 func gpuQuota(ns, name string, hard int64) Quota {
@@ -167,27 +166,6 @@ func TestQuotaResourceNamesAndScopes(t *testing.T) {
 		if got := ScopesMatch(tc.scopes, tc.facts); got != tc.want {
 			t.Errorf("%s: %v, want %v", name, got, tc.want)
 		}
-	}
-}
-
-func TestQuotaFactsOf(t *testing.T) {
-	deadline := int64(60)
-	spec := &corev1.PodSpec{
-		PriorityClassName:     "high",
-		ActiveDeadlineSeconds: &deadline,
-		Containers: []corev1.Container{{Name: "w", Resources: corev1.ResourceRequirements{
-			Limits: corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("1"), "cpu": resource.MustParse("2")},
-		}}},
-	}
-	f := QuotaFactsOf(spec)
-	if !f.Terminating || f.BestEffort || f.PriorityClassName != "high" || f.Limits["cpu"] != 2000 || f.Limits[gpu] != 1000 {
-		t.Errorf("facts %+v", f)
-	}
-	gpuOnly := &corev1.PodSpec{Containers: []corev1.Container{{Name: "w", Resources: corev1.ResourceRequirements{
-		Limits: corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("1")},
-	}}}}
-	if f := QuotaFactsOf(gpuOnly); !f.BestEffort || f.Terminating {
-		t.Errorf("a GPU-only pod is BestEffort (QoS reads cpu and memory only): %+v", f)
 	}
 }
 

@@ -516,7 +516,7 @@ func (p *Pipeline) judge(c *CompiledPhase, e *v1alpha1.PhaseStatus, o Observatio
 	w := e.Workers
 	w.Granted, w.Running, w.Succeeded, w.Failed = granted, o.Running, o.Succeeded, o.Failed
 	if w.Min == 0 {
-		w.Min, w.Desired = c.Min(), c.Desired()
+		SetSize(&w, c.Spec.Gang)
 	}
 	outs := map[string]string{}
 	for _, k := range c.Spec.Outputs {
@@ -686,7 +686,7 @@ func (p *Pipeline) Apply(s *v1alpha1.PhasedTrainingStatus, step Step, now time.T
 	for _, q := range step.Queue {
 		var w v1alpha1.WorkerCounts
 		if c := p.byName[q.Name]; c != nil {
-			w.Min, w.Desired = c.Min(), c.Desired()
+			SetSize(&w, c.Spec.Gang)
 		}
 		s.Phases = append(s.Phases, v1alpha1.PhaseStatus{
 			Name: q.Name, Iteration: q.Iteration, Attempt: q.Attempt,

@@ -70,6 +70,13 @@ func (c *CompiledPhase) Min() int32 { return c.Spec.Gang.Min }
 // Desired is the gang's desired size (min when unset).
 func (c *CompiledPhase) Desired() int32 { return c.Spec.Gang.DesiredOrMin() }
 
+// SetSize writes a phase attempt's gang size into its worker counts
+// (Min, and Desired or Min when unset), so the status can tell Starting
+// from Running. It is the one writer of WorkerCounts.Min and Desired:
+// the phase step when it queues an attempt or judges one whose status
+// lacks them, and the driver when it records a grant.
+func SetSize(w *v1alpha1.WorkerCounts, g v1alpha1.Gang) { w.Min, w.Desired = g.Min, g.DesiredOrMin() }
+
 // DependsOn lists the names of the phases this phase waits for.
 func (c *CompiledPhase) DependsOn() []string { return c.Spec.DependsOn }
 

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/phasegang/phasegang/apis/v1alpha1"
+	"github.com/phasegang/phasegang/driver"
 	"github.com/phasegang/phasegang/engine"
 )
 
@@ -121,7 +122,7 @@ func boundJobs(sc *Scenario) []boundJob {
 		spec := w.Training.Spec
 		j := boundJob{chain: isChain(spec.Phases)}
 		for _, ph := range spec.Phases {
-			fp := engine.WorkerFootprint(&ph.Template.Spec)
+			fp := driver.WorkerFootprint(&ph.Template.Spec)
 			rate := map[engine.ResourceName]float64{}
 			// Under sub-linear scaling a phase's least resource-time is
 			// at min workers; boundWidth says what to charge (desired

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/phasegang/phasegang/driver"
 	"github.com/phasegang/phasegang/engine"
 )
 
@@ -85,7 +86,7 @@ func upcomingRequests(sc *Scenario) []engine.Request {
 				Gang:    engine.GangKey{Pipeline: key, Phase: ph.Name},
 				Created: Epoch, Queued: Epoch,
 				Min: size, Desired: size,
-				Footprint: engine.WorkerFootprint(spec), Constraints: engine.ConstraintsOf(spec),
+				Footprint: driver.WorkerFootprint(spec), Constraints: driver.ConstraintsOf(spec),
 			})
 		}
 	}

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/phasegang/phasegang/apis/v1alpha1"
+	"github.com/phasegang/phasegang/driver"
 	"github.com/phasegang/phasegang/engine"
 	"github.com/phasegang/phasegang/phases"
 )
@@ -196,7 +197,7 @@ func (c Cluster) Nodes() []engine.Node {
 				Name:        fmt.Sprintf("%s-%0*d", p.Name, width, i),
 				Labels:      p.Labels,
 				Taints:      p.Taints,
-				Allocatable: engine.NodeResources(p.Allocatable),
+				Allocatable: driver.NodeResources(p.Allocatable),
 			})
 		}
 	}

@@ -248,9 +248,9 @@ func (s *simulator) load() error {
 			c = &compiled{pl: pl, footprints: map[string]engine.ResourceList{}, cons: map[string]engine.Constraints{}, gpus: map[string]float64{}}
 			for _, ph := range pl.Phases() {
 				spec := &ph.Spec.Template.Spec
-				fp := engine.WorkerFootprint(spec)
+				fp := driver.WorkerFootprint(spec)
 				c.footprints[ph.Name] = fp
-				c.cons[ph.Name] = engine.ConstraintsOf(spec)
+				c.cons[ph.Name] = driver.ConstraintsOf(spec)
 				c.gpus[ph.Name] = float64(fp["nvidia.com/gpu"]) / 1000
 			}
 			cache[key] = c

@@ -15,7 +15,6 @@ import (
 
 	"github.com/phasegang/phasegang/apis/v1alpha1"
 	"github.com/phasegang/phasegang/driver"
-	"github.com/phasegang/phasegang/engine"
 	"github.com/phasegang/phasegang/phases"
 )
 
@@ -216,7 +215,7 @@ func PhaseAttemptOf(tid trace.TraceID, pt *v1alpha1.PhasedTraining, ps *v1alpha1
 		if a.Min == 0 {
 			a.Min, a.Desired = phase.Gang.Min, phase.Gang.DesiredOrMin()
 		}
-		gpu := engine.WorkerFootprint(&phase.Template.Spec)["nvidia.com/gpu"]
+		gpu := driver.WorkerFootprint(&phase.Template.Spec)["nvidia.com/gpu"]
 		a.GPUs = int64(a.Granted) * gpu / 1000
 	}
 	for _, e := range ps.History {
