@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -234,8 +235,15 @@ func TestCycleAdmitsAgainstTenantQueues(t *testing.T) {
 		t.Errorf("next: %s waiting for %q, want Queued waiting for %q", ps.State, ps.WaitingFor, want)
 	}
 	for name, want := range map[string]v1alpha1.TenantQueueStatus{
-		"team-a": {Nominal: "nvidia.com/gpu: 2", Used: "nvidia.com/gpu: 4", Borrowed: "nvidia.com/gpu: 2", AdmittedGangs: 1, PendingGangs: 1},
-		"team-b": {Nominal: "nvidia.com/gpu: 4", Used: "nvidia.com/gpu: 0"},
+		"team-a": {
+			Resources:     []v1alpha1.QueueResourceUsage{{Name: "nvidia.com/gpu", Nominal: resource.MustParse("2"), Used: resource.MustParse("4"), Borrowed: resource.MustParse("2")}},
+			Usage:         "nvidia.com/gpu: 4/2 (2 borrowed)",
+			AdmittedGangs: 1, PendingGangs: 1,
+		},
+		"team-b": {
+			Resources: []v1alpha1.QueueResourceUsage{{Name: "nvidia.com/gpu", Nominal: resource.MustParse("4"), Used: resource.MustParse("0"), Borrowed: resource.MustParse("0")}},
+			Usage:     "nvidia.com/gpu: 0/4",
+		},
 	} {
 		var tq v1alpha1.TenantQueue
 		if err := c.Get(ctx, client.ObjectKey{Name: name}, &tq); err != nil {

@@ -35,7 +35,7 @@ func TestRelevantUpdate(t *testing.T) {
 
 	tq := &v1alpha1.TenantQueue{ObjectMeta: metav1.ObjectMeta{Generation: 1}}
 	tqStatus := tq.DeepCopy()
-	tqStatus.Status.Used = "nvidia.com/gpu: 4"
+	tqStatus.Status.Resources = []v1alpha1.QueueResourceUsage{{Name: "nvidia.com/gpu", Used: resource.MustParse("4")}}
 	tqSpec := tq.DeepCopy()
 	tqSpec.Generation = 2
 

@@ -1,7 +1,12 @@
 package driver
 
 import (
+	"fmt"
+	"maps"
+	"slices"
 	"strings"
+
+	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/phasegang/phasegang/apis/v1alpha1"
 	"github.com/phasegang/phasegang/engine"
@@ -50,17 +55,41 @@ func Queues(tqs []v1alpha1.TenantQueue) []engine.Queue {
 }
 
 // QueueStatus is a TenantQueue's status after a cycle, from the engine's
-// figures for it: the nominal quota, use and borrowing per resource as
-// "name: amount" lists (kubectl get tq's columns), and the gang counts.
+// figures for it: the nominal quota, use and borrowing of each resource
+// (and the same as one line for kubectl get tq's Usage column), and the
+// gang counts.
 func QueueStatus(tq *v1alpha1.TenantQueue, u engine.QueueUsage) v1alpha1.TenantQueueStatus {
 	st := *tq.Status.DeepCopy()
 	st.ObservedGeneration = tq.Generation
-	st.Nominal = summary(u.Nominal)
-	st.Used = summary(u.Used)
-	st.Borrowed = summary(u.Borrowed)
+	st.Resources, st.Usage = nil, ""
+	names := slices.Sorted(maps.Keys(u.Nominal))
+	for name := range u.Used {
+		if _, ok := u.Nominal[name]; !ok {
+			names = append(names, name)
+		}
+	}
+	slices.Sort(names)
+	var usage []string
+	for _, name := range names {
+		st.Resources = append(st.Resources, v1alpha1.QueueResourceUsage{
+			Name:     string(name),
+			Nominal:  quantity(name, u.Nominal[name]),
+			Used:     quantity(name, u.Used[name]),
+			Borrowed: quantity(name, u.Borrowed[name]),
+		})
+		s := fmt.Sprintf("%s: %s/%s", name, engine.FormatAmount(name, u.Used[name]), engine.FormatAmount(name, u.Nominal[name]))
+		if b := u.Borrowed[name]; b > 0 {
+			s += fmt.Sprintf(" (%s borrowed)", engine.FormatAmount(name, b))
+		}
+		usage = append(usage, s)
+	}
+	st.Usage = strings.Join(usage, ", ")
 	st.PendingGangs, st.AdmittedGangs = int32(u.Pending), int32(u.Admitted)
 	return st
 }
 
-// summary renders amounts as "cpu: 4, nvidia.com/gpu: 8", in name order.
-func summary(rl engine.ResourceList) string { return strings.Trim(engine.FormatResources(rl), "{}") }
+// quantity is milli units of a resource as a Quantity, written as the
+// engine's messages write it (500m, 8, 512Gi).
+func quantity(name engine.ResourceName, milli int64) resource.Quantity {
+	return resource.MustParse(engine.FormatAmount(name, milli))
+}

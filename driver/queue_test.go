@@ -1,6 +1,7 @@
 package driver
 
 import (
+	"k8s.io/apimachinery/pkg/api/resource"
 	"testing"
 	"time"
 
@@ -48,10 +49,12 @@ func TestQueueStatus(t *testing.T) {
 	})
 	want := v1alpha1.TenantQueueStatus{
 		ObservedGeneration: 3,
-		Nominal:            "cpu: 16, nvidia.com/gpu: 4",
-		Used:               "cpu: 500m, nvidia.com/gpu: 6",
-		Borrowed:           "nvidia.com/gpu: 2",
-		PendingGangs:       1, AdmittedGangs: 2,
+		Resources: []v1alpha1.QueueResourceUsage{
+			{Name: "cpu", Nominal: resource.MustParse("16"), Used: resource.MustParse("500m"), Borrowed: resource.MustParse("0")},
+			{Name: "nvidia.com/gpu", Nominal: resource.MustParse("4"), Used: resource.MustParse("6"), Borrowed: resource.MustParse("2")},
+		},
+		Usage:        "cpu: 500m/16, nvidia.com/gpu: 6/4 (2 borrowed)",
+		PendingGangs: 1, AdmittedGangs: 2,
 	}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("QueueStatus (-want +got):\n%s", d)

@@ -90,9 +90,6 @@ var (
 	// letter, so that a name can never look like a number in an expression.
 	nameRE       = regexp.MustCompile(`^[a-z]([-a-z0-9]*[a-z0-9])?$`)
 	identifierRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
-	// queueNameRE is the CRD's pattern for queueName: a DNS-1123
-	// subdomain, as the name of a cluster-scoped object is.
-	queueNameRE = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`)
 )
 
 // Validate returns every problem of pt's spec, each with a field path rooted
@@ -330,7 +327,7 @@ func (c *compiler) checkScheduling() {
 	if q := spec.QueueName; q != "" {
 		if e := tooLong(root.Child("queueName"), q, maxQueueName); e != nil {
 			c.errs = append(c.errs, e)
-		} else if !queueNameRE.MatchString(q) {
+		} else if !v1alpha1.IsQueueName(q) {
 			c.errs = append(c.errs, field.Invalid(root.Child("queueName"), q, "must be a TenantQueue's name: lowercase letters, digits, '-' and '.'"))
 		}
 	}

@@ -198,7 +198,7 @@ func TestQueueScenarioValidation(t *testing.T) {
 	_, err := LoadScenario([]byte(bad))
 	for _, want := range []string{
 		`workload[4].training.spec.queueName: no queue "team-c" in queues`,
-		"queues[0].spec.resources[0].lendingLimit: must be between 0 and nominalQuota",
+		"queues[0].spec.resources[0].lendingLimit: Invalid value: \"5\": lendingLimit must not exceed nominalQuota",
 	} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("error %v, want it to say %q", err, want)

@@ -6,8 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	kjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
@@ -30,9 +35,27 @@ import (
 // Every document is decoded; the returned error joins the problems of all of
 // them, and the returned slice holds the documents that decoded cleanly.
 func Decode(data []byte) ([]PhasedTraining, error) {
+	objs, err := decodeStream(data, Kind)
+	out := make([]PhasedTraining, 0, len(objs))
+	for _, o := range objs {
+		out = append(out, *o.(*PhasedTraining))
+	}
+	return out, err
+}
+
+// DecodeObjects is Decode for a stream that may also hold TenantQueues, as
+// a cluster's setup does: each object is a *PhasedTraining or a
+// *TenantQueue, in the order of the stream. A document of any other kind
+// is an error naming its index.
+func DecodeObjects(data []byte) ([]runtime.Object, error) {
+	return decodeStream(data, Kind, QueueKind)
+}
+
+// decodeStream decodes the documents of a stream, each of one of kinds.
+func decodeStream(data []byte, kinds ...string) ([]runtime.Object, error) {
 	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
 	var (
-		out  []PhasedTraining
+		out  []runtime.Object
 		errs []error
 	)
 	for index := 1; ; index++ {
@@ -46,51 +69,64 @@ func Decode(data []byte) ([]PhasedTraining, error) {
 			errs = append(errs, fmt.Errorf("document %d: %w", index, err))
 			break
 		}
-		pt, ok, err := decodeOne(doc)
+		obj, err := decodeOne(doc, kinds)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("document %d: %w", index, err))
 			continue
 		}
-		if ok {
-			out = append(out, pt)
+		if obj != nil {
+			out = append(out, obj)
 		}
 	}
 	return out, errors.Join(errs...)
 }
 
-// decodeOne decodes one document; ok is false for an empty document.
-func decodeOne(doc []byte) (pt PhasedTraining, ok bool, err error) {
+// newObject returns an empty object of one of the kinds Decode reads.
+func newObject(kind string) runtime.Object {
+	switch kind {
+	case Kind:
+		return &PhasedTraining{}
+	case QueueKind:
+		return &TenantQueue{}
+	}
+	return nil
+}
+
+// decodeOne decodes one document into an object of one of kinds; nil for
+// an empty document.
+func decodeOne(doc []byte, kinds []string) (runtime.Object, error) {
 	// YAMLToJSONStrict rejects duplicate keys, which plain YAML would
 	// resolve silently to the last one.
 	js, err := yaml.YAMLToJSONStrict(doc)
 	if err != nil {
-		return pt, false, err
+		return nil, err
 	}
 	js = bytes.TrimSpace(js)
 	if len(js) == 0 || bytes.Equal(js, []byte("null")) {
-		return pt, false, nil
+		return nil, nil
 	}
 	// The untyped document, for what the typed decoder cannot say
 	// (docProblems).
-	var obj map[string]any
-	if err := kjson.UnmarshalCaseSensitivePreserveInts(js, &obj); err != nil {
-		return pt, false, fmt.Errorf("not an object: %w", err)
+	var m map[string]any
+	if err := kjson.UnmarshalCaseSensitivePreserveInts(js, &m); err != nil {
+		return nil, fmt.Errorf("not an object: %w", err)
 	}
 	// Check the type first, so a Deployment in the stream is reported as
 	// the wrong kind rather than as a pile of unknown fields.
 	var tm metav1.TypeMeta
 	if err := kjson.UnmarshalCaseSensitivePreserveInts(js, &tm); err != nil {
-		return pt, false, fmt.Errorf("not an object: %w", err)
+		return nil, fmt.Errorf("not an object: %w", err)
 	}
-	if tm.APIVersion != GroupVersion.String() || tm.Kind != Kind {
-		return pt, false, fmt.Errorf("apiVersion %q kind %q: want apiVersion %q kind %q",
-			tm.APIVersion, tm.Kind, GroupVersion.String(), Kind)
+	if tm.APIVersion != GroupVersion.String() || !slices.Contains(kinds, tm.Kind) {
+		return nil, fmt.Errorf("apiVersion %q kind %q: want apiVersion %q kind %s",
+			tm.APIVersion, tm.Kind, GroupVersion.String(), strings.Join(quoted(kinds), " or "))
 	}
+	obj := newObject(tm.Kind)
 	// sigs.k8s.io/json matches field names case-sensitively, as the API
 	// server does, and reports unknown fields with their full path
 	// (e.g. `unknown field "spec.phases[0].gang.minn"`).
-	errs, err := kjson.UnmarshalStrict(js, &pt, kjson.DisallowDuplicateFields, kjson.DisallowUnknownFields)
-	invalid, unknown, missing := docProblems(obj)
+	errs, err := kjson.UnmarshalStrict(js, obj, kjson.DisallowDuplicateFields, kjson.DisallowUnknownFields)
+	invalid, unknown, missing := docProblems(m, reflect.TypeOf(obj).Elem())
 	if err != nil {
 		// The decoder's error names no path for a value that decodes
 		// itself (`time: unknown unit "min" in duration "5min"`), and it
@@ -102,9 +138,17 @@ func decodeOne(doc []byte) (pt PhasedTraining, ok bool, err error) {
 	}
 	errs = append(append(errs, invalid...), missing...)
 	if len(errs) > 0 {
-		return pt, false, errors.Join(errs...)
+		return nil, errors.Join(errs...)
 	}
-	return pt, true, nil
+	return obj, nil
+}
+
+func quoted(ss []string) []string {
+	out := make([]string, len(ss))
+	for i, s := range ss {
+		out[i] = strconv.Quote(s)
+	}
+	return out
 }
 
 // SetDefaults applies the defaults the CRD's schema applies on admission

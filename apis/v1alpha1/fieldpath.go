@@ -29,10 +29,10 @@ import (
 
 // docProblems returns the document's undecodable values, unknown fields and
 // missing required fields, each naming its path
-// (spec.phases[0].startTimeout).
-func docProblems(doc map[string]any) (invalid, unknown, missing []error) {
+// (spec.phases[0].startTimeout), for a document that decodes into a t.
+func docProblems(doc map[string]any, t reflect.Type) (invalid, unknown, missing []error) {
 	w := &docWalker{}
-	w.object(nil, doc, reflect.TypeFor[PhasedTraining](), true)
+	w.object(nil, doc, t, true)
 	return w.invalid, w.unknown, w.missing
 }
 

@@ -21,9 +21,7 @@ import (
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:scope=Cluster,shortName=tq,categories=phasegang
 // +kubebuilder:printcolumn:name="Cohort",type=string,JSONPath=`.spec.cohort`
-// +kubebuilder:printcolumn:name="Nominal",type=string,JSONPath=`.status.nominal`,description="the nominal quota per resource"
-// +kubebuilder:printcolumn:name="Used",type=string,JSONPath=`.status.used`,description="what the queue's granted gangs hold, per resource"
-// +kubebuilder:printcolumn:name="Borrowed",type=string,JSONPath=`.status.borrowed`,description="what the queue uses beyond its nominal quota, lent by its cohort"
+// +kubebuilder:printcolumn:name="Usage",type=string,JSONPath=`.status.usage`,description="per resource, what the queue's granted gangs hold / its nominal quota, and what it borrows from its cohort"
 // +kubebuilder:printcolumn:name="Pending",type=integer,JSONPath=`.status.pendingGangs`,description="gangs of the queue waiting for a first grant"
 // +kubebuilder:printcolumn:name="Admitted",type=integer,JSONPath=`.status.admittedGangs`,description="gangs of the queue holding a grant"
 // +kubebuilder:printcolumn:name="Weight",type=string,JSONPath=`.spec.fairSharing.weight`,priority=1
@@ -235,20 +233,20 @@ type TenantQueueStatus struct {
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
-	// nominal summarizes spec.resources' nominal quotas, e.g.
-	// "nvidia.com/gpu: 8".
+	// resources are, for each resource the queue limits (in name
+	// order), its nominal quota, what its granted gangs
+	// hold and what it borrows from its cohort.
 	// +optional
-	Nominal string `json:"nominal,omitempty"`
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=16
+	Resources []QueueResourceUsage `json:"resources,omitempty"`
 
-	// used summarizes what the queue's granted gangs hold of each of its
-	// resources, e.g. "nvidia.com/gpu: 6".
+	// usage renders resources for kubectl get tq's Usage column, e.g.
+	// "cpu: 0/256, nvidia.com/gpu: 12/8 (4 borrowed)": used/nominal per
+	// resource. It is for people: programs read resources.
 	// +optional
-	Used string `json:"used,omitempty"`
-
-	// borrowed summarizes what the queue uses beyond its nominal quota,
-	// e.g. "nvidia.com/gpu: 2"; empty when it borrows nothing.
-	// +optional
-	Borrowed string `json:"borrowed,omitempty"`
+	Usage string `json:"usage,omitempty"`
 
 	// pendingGangs counts the queue's gangs waiting for a first grant.
 	// +optional
@@ -257,4 +255,25 @@ type TenantQueueStatus struct {
 	// admittedGangs counts the queue's gangs holding a grant.
 	// +optional
 	AdmittedGangs int32 `json:"admittedGangs,omitempty"`
+}
+
+// QueueResourceUsage is a queue's quota and use of one resource.
+type QueueResourceUsage struct {
+	// name is the resource, as in spec.resources.
+	// +required
+	Name string `json:"name"`
+
+	// nominal is the queue's nominalQuota of the resource.
+	// +required
+	Nominal resource.Quantity `json:"nominal"`
+
+	// used is what the queue's granted gangs hold of the resource, from
+	// the grant until the phase ends.
+	// +required
+	Used resource.Quantity `json:"used"`
+
+	// borrowed is what the queue uses beyond nominal, lent by its cohort:
+	// max(0, used - nominal).
+	// +required
+	Borrowed resource.Quantity `json:"borrowed"`
 }

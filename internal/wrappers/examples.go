@@ -22,9 +22,15 @@ func Examples(t testing.TB, dir string) map[string][]v1alpha1.PhasedTraining {
 		if err != nil {
 			t.Fatal(err)
 		}
-		pts, err := v1alpha1.Decode(data)
+		objs, err := v1alpha1.DecodeObjects(data)
 		if err != nil {
 			t.Fatalf("%s: %v", f, err)
+		}
+		var pts []v1alpha1.PhasedTraining
+		for _, o := range objs {
+			if pt, ok := o.(*v1alpha1.PhasedTraining); ok {
+				pts = append(pts, *pt)
+			}
 		}
 		out[filepath.Base(f)] = pts
 	}

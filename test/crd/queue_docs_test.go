@@ -44,6 +44,11 @@ func TestQueueDocsYAML(t *testing.T) {
 			if errs := s.create(obj); len(errs) > 0 {
 				t.Errorf("docs/queues.md: the API server rejects this %s:\n%v\n%s", kind, errs.ToAggregate(), doc)
 			}
+			if kind == "TenantQueue" {
+				if got := localQueue(t, obj); len(got) > 0 {
+					t.Errorf("docs/queues.md: phasegang validate rejects this TenantQueue: %v\n%s", got, doc)
+				}
+			}
 		}
 	}
 	if kinds["TenantQueue"] == 0 || kinds["PhasedTraining"] == 0 {

@@ -1,11 +1,18 @@
 package crd_test
 
 import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
 
 	"github.com/phasegang/phasegang/apis/v1alpha1"
@@ -42,7 +49,47 @@ func TestValidQueuesAreAdmitted(t *testing.T) {
 			if errs := s.create(obj); len(errs) > 0 {
 				t.Errorf("API server rejects it:\n%v", errs.ToAggregate())
 			}
+			if errs := v1alpha1.ValidateTenantQueue(&q); len(errs) > 0 {
+				t.Errorf("ValidateTenantQueue rejects it:\n%v", errs.ToAggregate())
+			}
 		})
+	}
+}
+
+// TestExampleQueuesAreAdmitted: the TenantQueues of examples/*.yaml, which
+// `phasegang validate` passes, are admitted by the API server.
+func TestExampleQueuesAreAdmitted(t *testing.T) {
+	s := newAPIServerFor(t, queueCRDPath)
+	files, err := filepath.Glob(filepath.Join("..", "..", "examples", "*.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		objs, err := v1alpha1.DecodeObjects(data)
+		if err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		for _, o := range objs {
+			q, ok := o.(*v1alpha1.TenantQueue)
+			if !ok {
+				continue
+			}
+			n++
+			if errs := v1alpha1.ValidateTenantQueue(q); len(errs) > 0 {
+				t.Errorf("%s: ValidateTenantQueue rejects %s:\n%v", f, q.Name, errs.ToAggregate())
+			}
+			if errs := s.create(toUnstructured(t, q)); len(errs) > 0 {
+				t.Errorf("%s: the API server rejects %s:\n%v", f, q.Name, errs.ToAggregate())
+			}
+		}
+	}
+	if n == 0 {
+		t.Error("no TenantQueue in examples/*.yaml")
 	}
 }
 
@@ -137,6 +184,32 @@ func TestInvalidQueues(t *testing.T) {
 			},
 			want: []string{"spec.resources[1].nominalQuota: Invalid value: nominalQuota must not be negative"},
 		},
+		"resource name with a space": {
+			mutate: func(q *v1alpha1.TenantQueue) { q.Spec.Resources[1].Name = "nvidia gpu" },
+			want:   []string{"spec.resources[1].name: Invalid value: spec.resources[1].name in body should match '^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$'"},
+		},
+		"cohort too long": {
+			mutate: func(q *v1alpha1.TenantQueue) { q.Spec.Cohort = strings.Repeat("c", 64) },
+			want:   []string{"spec.cohort: Too long: may not be more than 63 bytes"},
+		},
+		"too many resources": {
+			mutate: func(q *v1alpha1.TenantQueue) {
+				for i := range 15 {
+					q.Spec.Resources = append(q.Spec.Resources, v1alpha1.QueueResource{Name: fmt.Sprintf("example.com/r%d", i), NominalQuota: *qtyPtr("1")})
+				}
+			},
+			want: []string{"spec.resources: Too many: must have at most 16 items"},
+		},
+		"lending above nominal and negative borrowing at once": {
+			mutate: func(q *v1alpha1.TenantQueue) {
+				q.Spec.Resources[0].LendingLimit = qtyPtr("9")
+				q.Spec.Resources[0].BorrowingLimit = qtyPtr("-1")
+			},
+			want: []string{
+				"spec.resources[0].lendingLimit: Invalid value: lendingLimit must not exceed nominalQuota",
+				"spec.resources[0].borrowingLimit: Invalid value: borrowingLimit must not be negative",
+			},
+		},
 		"nominal not a quantity": {
 			edit: func(obj map[string]any) {
 				obj["spec"].(map[string]any)["resources"].([]any)[0].(map[string]any)["nominalQuota"] = "eight"
@@ -155,11 +228,44 @@ func TestInvalidQueues(t *testing.T) {
 			if tc.edit != nil {
 				tc.edit(obj)
 			}
-			if diff := cmp.Diff(tc.want, describe(s.create(obj))); diff != "" {
+			crdErrs := s.create(runtime.DeepCopyJSON(obj))
+			if diff := cmp.Diff(tc.want, describe(crdErrs)); diff != "" {
 				t.Errorf("API server errors (-want +got):\n%s", diff)
+			}
+			// The pure validator (phasegang validate, the simulator)
+			// rejects the same fields with the same error types.
+			if diff := cmp.Diff(sorted(paths(crdErrs)), localQueue(t, obj)); diff != "" {
+				t.Errorf("ValidateTenantQueue disagrees with the API server (-API server +ValidateTenantQueue):\n%s", diff)
 			}
 		})
 	}
+}
+
+// localQueue is what `phasegang validate` says about a TenantQueue: its
+// ValidateTenantQueue errors as sorted "path: type", or, for what a typed
+// object cannot hold, Decode's error rendered as "path: Invalid value"
+// for the path it names.
+func localQueue(t testing.TB, obj map[string]any) []string {
+	t.Helper()
+	data, err := json.Marshal(obj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs, err := v1alpha1.DecodeObjects(data)
+	if err != nil {
+		msg := strings.TrimPrefix(err.Error(), "document 1: ")
+		path, _, _ := strings.Cut(msg, ": ")
+		return []string{path + ": " + field.ErrorTypeInvalid.String()}
+	}
+	if len(objs) != 1 {
+		t.Fatalf("decoded %d objects, want 1", len(objs))
+	}
+	return sorted(paths(v1alpha1.ValidateTenantQueue(objs[0].(*v1alpha1.TenantQueue))))
+}
+
+func sorted(s []string) []string {
+	slices.Sort(s)
+	return s
 }
 
 // TestImmutableQueueName: a pipeline's grants are charged to its queue,

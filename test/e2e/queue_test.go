@@ -70,7 +70,8 @@ func TestQueueBorrowsFromIdleCohort(t *testing.T) {
 	waitState(t, b, v1alpha1.PipelineSucceeded, 30*time.Second)
 	eventually(t, 20*time.Second, "team A's queue to show 4 borrowed", func() (bool, error) {
 		q := getQueue(t, qa)
-		return q.Status.Borrowed == "nvidia.com/gpu: 4" && q.Status.AdmittedGangs == 1, fmt.Errorf("status %+v", q.Status)
+		borrowed := len(q.Status.Resources) == 1 && q.Status.Resources[0].Name == "nvidia.com/gpu" && q.Status.Resources[0].Borrowed.Value() == 4
+		return borrowed && q.Status.AdmittedGangs == 1, fmt.Errorf("status %+v", q.Status)
 	})
 	out, err := exec.Command("kubectl", "get", "tq", qa, "--no-headers").CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "nvidia.com/gpu: 8") || !strings.Contains(string(out), cohort) {

@@ -153,9 +153,15 @@ func TestArgoTemplateRefusesInvalidExamples(t *testing.T) {
 		name := filepath.ToSlash(filepath.Join("examples", "invalid", filepath.Base(f)))
 		t.Run(filepath.Base(f), func(t *testing.T) {
 			expects := expectations(t, f)
+			data, _ := os.ReadFile(f)
 			code, stdout, stderr := run(t, "", "argo", "template", "-f", name)
 			if code != 1 || len(stdout) > 0 {
 				t.Errorf("exit %d, stdout %d lines", code, len(stdout))
+			}
+			if strings.Contains(string(data), "\nkind: TenantQueue\n") {
+				// argo template reads PhasedTrainings only: it refuses the
+				// queue as another kind; its problems are validate's.
+				return
 			}
 			for _, want := range expects {
 				found := false

@@ -29,6 +29,11 @@ func lines(s string) []string {
 	return strings.Split(strings.TrimSuffix(s, "\n"), "\n")
 }
 
+// queue is a TenantQueue document with the given spec (YAML flow style).
+func queue(name, spec string) string {
+	return "apiVersion: phasegang.dev/v1alpha1\nkind: TenantQueue\nmetadata: {name: " + name + "}\nspec: {" + spec + "}\n"
+}
+
 func TestValidate(t *testing.T) {
 	const good = "apiVersion: phasegang.dev/v1alpha1\nkind: PhasedTraining\nmetadata: {name: p}\n" +
 		"spec: {phases: [{name: train, gang: {min: 1}, template: {spec: {containers: [{name: w, image: i}]}}}]}\n"
@@ -47,6 +52,30 @@ func TestValidate(t *testing.T) {
 				"examples/elastic.yaml: ml/bert-elastic: OK",
 				"examples/train-validate-test.yaml: ml/resnet50: OK",
 			},
+		},
+		"a TenantQueue is cluster-scoped: its name alone": {
+			args:       []string{"validate", "examples/tenant-queue.yaml"},
+			wantCode:   0,
+			wantStdout: []string{"examples/tenant-queue.yaml: team-a: OK"},
+		},
+		"a stream mixing TenantQueues and PhasedTrainings, in its order": {
+			args:     []string{"validate", "-"},
+			stdin:    queue("team-a", "cohort: research, resources: [{name: nvidia.com/gpu, nominalQuota: 8, lendingLimit: 4}]") + "---\n" + good + "---\n" + queue("team-b", "resources: [{name: cpu, nominalQuota: -1, borrowingLimit: 2}], fairSharing: {weight: 0}, preemption: {withinQueue: Sometimes}"),
+			wantCode: 1,
+			wantStdout: []string{
+				"-: team-a: OK",
+				"-: p: OK",
+				`-: team-b: spec.resources[0].nominalQuota: Invalid value: "-1": nominalQuota must not be negative`,
+				"-: team-b: spec.resources: Forbidden: borrowingLimit and lendingLimit need a cohort to borrow from and lend to",
+				`-: team-b: spec.fairSharing.weight: Invalid value: "0": weight must be greater than 0`,
+				`-: team-b: spec.preemption.withinQueue: Unsupported value: "Sometimes": supported values: "Never", "LowerPriority", "Any"`,
+			},
+		},
+		"a TenantQueue's decode errors name the field": {
+			args:       []string{"validate", "-"},
+			stdin:      queue("team-a", "resources: [{name: nvidia.com/gpu, nominalQuota: eight}], preemption: {reclaimGracePeriod: 5min}"),
+			wantCode:   1,
+			wantStdout: []string{`-: document 1: spec.preemption.reclaimGracePeriod: invalid duration "5min": time: unknown unit "min" in duration "5min" spec.resources[0].nominalQuota: invalid quantity "eight": must be a number with an optional suffix, such as 500m, 4 or 32Gi`},
 		},
 		"one bad file fails the run; the others are still reported": {
 			args:     []string{"validate", "examples/elastic.yaml", "examples/invalid/unknown-dependson.yaml"},
@@ -77,7 +106,7 @@ func TestValidate(t *testing.T) {
 			stdin:    "apiVersion: v1\nkind: ConfigMap\n---\n" + good,
 			wantCode: 1,
 			wantStdout: []string{
-				`-: document 1: apiVersion "v1" kind "ConfigMap": want apiVersion "phasegang.dev/v1alpha1" kind "PhasedTraining"`,
+				`-: document 1: apiVersion "v1" kind "ConfigMap": want apiVersion "phasegang.dev/v1alpha1" kind "PhasedTraining" or "TenantQueue"`,
 				"-: p: OK",
 			},
 		},
@@ -91,7 +120,7 @@ func TestValidate(t *testing.T) {
 			args:       []string{"validate", "-"},
 			stdin:      "# nothing here\n",
 			wantCode:   1,
-			wantStdout: []string{"-: no PhasedTraining found"},
+			wantStdout: []string{"-: no PhasedTraining or TenantQueue found"},
 		},
 		"missing file": {
 			args:       []string{"validate", "examples/nope.yaml"},

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/phasegang/phasegang/apis/v1alpha1"
 	"github.com/phasegang/phasegang/phases"
@@ -15,16 +16,19 @@ import (
 func newValidate() *cobra.Command {
 	return &cobra.Command{
 		Use:   "validate FILE...",
-		Short: "Check PhasedTraining YAML files",
+		Short: "Check PhasedTraining and TenantQueue YAML files",
 		Long: `validate decodes each FILE (multi-document YAML; "-" reads standard input)
 strictly, applies the API's defaults and checks every PhasedTraining the way
 the controller does: phase names and references, dependency cycles, gang
 sizes, the iterate loop, and every expression (syntax, names, declared
-outputs, boolean result).
+outputs, boolean result). It checks every TenantQueue the way its CRD does:
+resource names, no negative quantity, lendingLimit within nominalQuota,
+limits only with a cohort, a positive weight, the preemption policies.
 
-It prints one line per object, "FILE: namespace/name: OK", or one line per
-problem, "FILE: namespace/name: field.path: problem". It exits 1 if any
-file has a problem.`,
+It prints one line per object, "FILE: namespace/name: OK" (a TenantQueue is
+cluster-scoped: "FILE: name: OK"), or one line per problem,
+"FILE: namespace/name: field.path: problem". It exits 1 if any file has a
+problem.`,
 		Example: "  phasegang validate examples/*.yaml",
 		Args:    cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, files []string) error {
@@ -58,30 +62,38 @@ func validateFile(stdin io.Reader, out io.Writer, file string) bool {
 		fmt.Fprintf(out, "%s: %v\n", file, err)
 		return false
 	}
-	pts, err := v1alpha1.Decode(data)
+	objs, err := v1alpha1.DecodeObjects(data)
 	ok := true
 	// Decode joins one error per bad document; print each on its own line.
 	for _, e := range unjoin(err) {
 		fmt.Fprintf(out, "%s: %s\n", file, oneLine(e.Error()))
 		ok = false
 	}
-	if len(pts) == 0 && err == nil {
-		fmt.Fprintf(out, "%s: no PhasedTraining found\n", file)
+	if len(objs) == 0 && err == nil {
+		fmt.Fprintf(out, "%s: no PhasedTraining or TenantQueue found\n", file)
 		return false
 	}
-	for i := range pts {
-		pt := &pts[i]
-		// Validate what the controller will see: the object as the API
-		// server stores it, with the CRD's defaults applied.
-		v1alpha1.SetDefaults(pt)
-		errs := phases.Validate(pt)
+	for _, obj := range objs {
+		var (
+			name string
+			errs field.ErrorList
+		)
+		switch o := obj.(type) {
+		case *v1alpha1.PhasedTraining:
+			// Validate what the controller will see: the object as the
+			// API server stores it, with the CRD's defaults applied.
+			v1alpha1.SetDefaults(o)
+			name, errs = objectName(o), phases.Validate(o)
+		case *v1alpha1.TenantQueue:
+			name, errs = o.Name, v1alpha1.ValidateTenantQueue(o)
+		}
 		if len(errs) == 0 {
-			fmt.Fprintf(out, "%s: %s: OK\n", file, objectName(pt))
+			fmt.Fprintf(out, "%s: %s: OK\n", file, name)
 			continue
 		}
 		ok = false
 		for _, e := range errs {
-			fmt.Fprintf(out, "%s: %s: %s\n", file, objectName(pt), oneLine(e.Error()))
+			fmt.Fprintf(out, "%s: %s: %s\n", file, name, oneLine(e.Error()))
 		}
 	}
 	return ok
