@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"strings"
 	"testing"
 	"time"
 
@@ -168,15 +167,4 @@ func ptLabels(pt string, phase string) map[string]string {
 		l["phasegang.dev/phase"] = phase
 	}
 	return l
-}
-
-// countLines counts the log lines containing s.
-func countLines(log, s string) int {
-	n := 0
-	for _, l := range strings.Split(log, "\n") {
-		if strings.Contains(l, s) {
-			n++
-		}
-	}
-	return n
 }
