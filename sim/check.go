@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/phasegang/phasegang/apis/v1alpha1"
 	"github.com/phasegang/phasegang/driver"
 	"github.com/phasegang/phasegang/engine"
 )
@@ -79,15 +80,19 @@ func upcomingRequests(sc *Scenario) []engine.Request {
 			continue
 		}
 		seen[key] = true
-		for _, ph := range sc.Workload[i].Training.Spec.Phases {
-			spec := &ph.Template.Spec
+		pt := &sc.Workload[i].Training
+		for j := range pt.Spec.Phases {
+			ph := &pt.Spec.Phases[j]
+			// The controller's own reading of the phase (footprint,
+			// constraints, host ports, one worker per node, quota facts),
+			// so a gang that can never fit for any of them is caught here
+			// as the controller would catch it; then the least any policy
+			// asks for: min workers, from the start.
+			r := driver.Request(pt, ph, &v1alpha1.PhaseStatus{Name: ph.Name}, nil)
 			size := max(ph.Gang.Min, 1)
-			reqs = append(reqs, engine.Request{
-				Gang:    engine.GangKey{Pipeline: key, Phase: ph.Name},
-				Created: Epoch, Queued: Epoch,
-				Min: size, Desired: size,
-				Footprint: driver.WorkerFootprint(spec), Constraints: driver.ConstraintsOf(spec),
-			})
+			r.Gang = engine.GangKey{Pipeline: key, Phase: ph.Name}
+			r.Created, r.Queued, r.Min, r.Desired = Epoch, Epoch, size, size
+			reqs = append(reqs, r)
 		}
 	}
 	return reqs

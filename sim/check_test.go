@@ -112,3 +112,44 @@ func TestCheckRunnableNamesWorkloads(t *testing.T) {
 		t.Errorf("a trace with a job that fits: %v", err)
 	}
 }
+
+// The check reads a phase as the controller does (driver.Request): a gang
+// of 4 workers that must each have a node of their own (required
+// anti-affinity on their own labels) can never run on 2 nodes, though the
+// nodes have GPUs enough. It once built the request by hand without the
+// one-per-node rule (nor host ports, nor quota facts), and let the run
+// print 0/2 finished.
+func TestCheckRunnableOnePerNode(t *testing.T) {
+	data := `
+cluster: {nodePools: [{name: gpu, count: 2, allocatable: {nvidia.com/gpu: "8", cpu: "64", pods: "110"}}]}
+workload:
+- count: 2
+  runtimes: {train: 1h}
+  training:
+    metadata: {name: p, namespace: ml}
+    spec:
+      phases:
+      - name: train
+        gang: {min: 4}
+        template:
+          metadata: {labels: {role: spread}}
+          spec:
+            affinity:
+              podAntiAffinity:
+                requiredDuringSchedulingIgnoredDuringExecution:
+                - {topologyKey: kubernetes.io/hostname, labelSelector: {matchLabels: {role: spread}}}
+            containers: [{name: w, image: i, resources: {requests: {nvidia.com/gpu: "1"}, limits: {nvidia.com/gpu: "1"}}}]
+`
+	sc, err := LoadScenario([]byte(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = CheckRunnable(sc)
+	if err == nil {
+		t.Fatal("CheckRunnable accepted a gang of 4 one-per-node workers on 2 nodes")
+	}
+	if !strings.Contains(err.Error(), "phase train") {
+		t.Errorf("the error does not name the phase: %v", err)
+	}
+	t.Log(err)
+}
