@@ -18,7 +18,6 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
-	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 )
@@ -128,31 +127,14 @@ func Image(binary string, o Options) (v1.Image, error) {
 	if err != nil {
 		return nil, err
 	}
-	base := mutate.ConfigMediaType(mutate.MediaType(empty.Image, types.OCIManifestSchema1), types.OCIConfigJSON)
-	img, err := mutate.Append(base, mutate.Addendum{
-		Layer:     layer,
-		History:   v1.History{Created: v1.Time{Time: when}, CreatedBy: "phasegang hack/image: COPY phasegang " + BinaryPath},
-		MediaType: types.OCILayer,
-	})
-	if err != nil {
-		return nil, err
-	}
-	cf, err := img.ConfigFile()
-	if err != nil {
-		return nil, err
-	}
-	cf = cf.DeepCopy()
-	cf.OS, cf.Architecture = "linux", o.Arch
-	cf.Created = v1.Time{Time: when}
-	cf.Config = v1.Config{
+	return withConfig(layer, v1.Config{
 		Entrypoint:   Entrypoint,
 		User:         User,
 		WorkingDir:   "/",
 		Env:          []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"},
 		ExposedPorts: map[string]struct{}{"8080/tcp": {}, "8081/tcp": {}},
 		Labels:       Labels(o),
-	}
-	return mutate.ConfigFile(img, cf)
+	}, o.Arch, "phasegang hack/image: COPY phasegang "+BinaryPath)
 }
 
 // Labels are the OCI annotations of the image, as the Dockerfile's LABELs.

@@ -42,7 +42,7 @@ func BuildTestImage(o TestImageOptions, out string) (v1.Hash, error) {
 	if err != nil {
 		return v1.Hash{}, err
 	}
-	img, err := withConfig(layer, cfg, o.Arch)
+	img, err := withConfig(layer, cfg, o.Arch, "phasegang hack/image -test")
 	if err != nil {
 		return v1.Hash{}, err
 	}
@@ -86,12 +86,15 @@ func testLayer(o TestImageOptions) (v1.Layer, v1.Config, error) {
 	}
 }
 
-func withConfig(layer v1.Layer, c v1.Config, arch string) (v1.Image, error) {
+// withConfig is an OCI image of one layer on an empty base, for linux/arch,
+// running c, created at created() (reproducible), its history saying
+// createdBy.
+func withConfig(layer v1.Layer, c v1.Config, arch, createdBy string) (v1.Image, error) {
 	base := mutate.ConfigMediaType(mutate.MediaType(empty.Image, types.OCIManifestSchema1), types.OCIConfigJSON)
 	when := created()
 	img, err := mutate.Append(base, mutate.Addendum{
 		Layer:     layer,
-		History:   v1.History{Created: v1.Time{Time: when}, CreatedBy: "phasegang hack/image -test"},
+		History:   v1.History{Created: v1.Time{Time: when}, CreatedBy: createdBy},
 		MediaType: types.OCILayer,
 	})
 	if err != nil {
