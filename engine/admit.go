@@ -118,6 +118,13 @@ func (a *admission) visit(gr *gangReq) {
 			a.reserve(gr, nodes)
 			return
 		}
+		if a.preemptsWithinQueue(gr) {
+			// Not deferred (see preemptsWithinQueue): what fits now.
+			if nodes := a.placeMin(gr, c, want); nodes != nil {
+				a.reserve(gr, nodes)
+				return
+			}
+		}
 		a.deferGang(gr, c)
 		return
 	}
@@ -349,6 +356,32 @@ func (a *admission) waitsForQuota(gr *gangReq) bool {
 		return true
 	}
 	return false
+}
+
+// preemptsWithinQueue reports whether gr's queue preempts its own gangs
+// for gr in this cycle (withinQueue, gr queued past the grace period):
+// such an elastic gang that does not fit at full width is not deferred
+// but placed at once with what fits between min and that width. Deferred,
+// the gangs behind it in the walk, its queue's lower-priority ones among
+// them, would take the nodes and quota it fits in at min, and the
+// preemption after the walk would then free its queue's quota by taking
+// its older lower-priority gangs (the gangs granted in this cycle are
+// never preempted in it): the victim, queued again, would be granted
+// ahead of the deferred gang in the next cycle and preempted once more, a
+// loop (TestPreemptWithinQueueNotDeferred). Past the grace period the
+// gang is overtaken no more by the gangs it may preempt, as a starving
+// gang is not past its starvation bound.
+func (a *admission) preemptsWithinQueue(gr *gangReq) bool {
+	s := a.s
+	if len(s.queues) == 0 {
+		return false
+	}
+	c := s.queueCharge(gr)
+	if c.q < 0 {
+		return false
+	}
+	q := s.queues[c.q].q
+	return q.WithinQueue != "" && q.WithinQueue != ReclaimNever && q.ReclaimGrace != nil && a.now.Sub(gr.req.Queued) >= *q.ReclaimGrace
 }
 
 // fullWidth is the size gr is tried at first: desired, or as much of it as

@@ -412,3 +412,68 @@ func TestPreemptNotForWhatTheCycleLent(t *testing.T) {
 		})
 	}
 }
+
+// TestPreemptWithinQueueNotDeferred is TestPropPreemption's counterexample
+// (-rapid.seed=8922542294766806003): one node of 7 GPUs, queue qa of
+// nominal 8 preempting within itself. The elastic high gang (min 4,
+// desired 6) does not fit at its full width; deferred, it let low-b, of
+// lower priority, take the 4 GPUs it fits in at min, and then, short of
+// quota, preempted low-a for it (low-b, granted in that cycle, is never
+// preempted in it). low-a, queued again, was granted ahead of the
+// deferred gang in the next cycle and low-b preempted, and so on at the
+// same instant. Past the grace period the gang is not deferred: it starts
+// at min at once and nothing is preempted.
+func TestPreemptWithinQueueNotDeferred(t *testing.T) {
+	cases := map[string]struct {
+		grace        *time.Duration
+		wantReserved string
+	}{
+		"past the grace period: high starts at min, nothing preempted":    {grace: dur(0), wantReserved: "ns/high"},
+		"within it: high is deferred and low-b backfills (desired first)": {grace: dur(time.Hour), wantReserved: "ns/low-b"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			q := gpuQueue("qa", "", 8)
+			q.WithinQueue, q.ReclaimGrace = ReclaimLowerPriority, tc.grace
+			lowA := inQueue("qa", "low-a", 2, 3, 1)
+			s := NewState(Config{StarvationBound: time.Hour}, []Node{gpuNode("n0", 7)}, []Grant{grantIn(lowA, "n0", 3)})
+			s.SetQueues([]Queue{q})
+			high := inQueue("qa", "high", 4, 6, 1)
+			high.Priority = 1
+			lowB := inQueue("qa", "low-b", 3, 3, 2)
+			s.Submit(high)
+			s.Submit(lowB)
+			now := t0.Add(2 * time.Minute)
+			plan := s.Cycle(now)
+			if got := reserved(plan); got != tc.wantReserved {
+				t.Errorf("reserved %q, want %q", got, tc.wantReserved)
+			}
+			if got := preempted(plan); got != "" {
+				t.Errorf("preempted %q, want none: %+v", got, plan.Preemptions)
+			}
+			if tc.wantReserved == "ns/high" {
+				if g, ok := s.Grant(high.Gang); !ok || len(g.Workers) != 4 {
+					t.Errorf("high's grant %+v, want 4 workers", g)
+				}
+			}
+			// Queued again at once, as the controller does, no victim is
+			// granted and preempted again at the same instant.
+			seen := map[GangKey]bool{}
+			for range 3 {
+				for _, p := range plan.Preemptions {
+					if seen[p.Gang] {
+						t.Fatalf("%s preempted twice at %v: a preemption loop", p.Gang, now)
+					}
+					seen[p.Gang] = true
+					r := lowA
+					if p.Gang == lowB.Gang {
+						r = lowB
+					}
+					r.Queued = now
+					s.Submit(r)
+				}
+				plan = s.Cycle(now)
+			}
+		})
+	}
+}
