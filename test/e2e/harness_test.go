@@ -394,6 +394,23 @@ func waitState(t *testing.T, pt *v1alpha1.PhasedTraining, want v1alpha1.Pipeline
 	return last
 }
 
+// failsNeverRunning waits until pt's attempt has failed after its start
+// retries, failing the test at once if pt ever reads Running meanwhile
+// (why: what keeps its gang from starting).
+func failsNeverRunning(t *testing.T, pt *v1alpha1.PhasedTraining, timeout time.Duration, why string) *v1alpha1.PhasedTraining {
+	t.Helper()
+	var failed *v1alpha1.PhasedTraining
+	eventually(t, timeout, "the attempt failed after its start retries", func() (bool, error) {
+		cur := get(t, pt)
+		if cur.Status.State == v1alpha1.PipelineRunning {
+			t.Fatalf("Running while %s: %s", why, describe(cur))
+		}
+		failed = cur
+		return cur.Status.State == v1alpha1.PipelineFailed, fmt.Errorf("%s", describe(cur))
+	})
+	return failed
+}
+
 // describe summarizes a status for failure messages.
 func describe(pt *v1alpha1.PhasedTraining) string {
 	var b bytes.Buffer

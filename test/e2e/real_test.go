@@ -262,15 +262,7 @@ func TestRealImageNeverPullIsStarting(t *testing.T) {
 		return strings.Contains(msg, "ErrImageNeverPull"), fmt.Errorf("Starting says %q", msg)
 	})
 	t.Logf("Starting: %s", msg)
-	var failed *v1alpha1.PhasedTraining
-	eventually(t, 90*time.Second, "the attempt failed after its start retries", func() (bool, error) {
-		cur := get(t, pt)
-		if cur.Status.State == v1alpha1.PipelineRunning {
-			t.Fatalf("Running while its image cannot start: %s", describe(cur))
-		}
-		failed = cur
-		return cur.Status.State == v1alpha1.PipelineFailed, fmt.Errorf("%s", describe(cur))
-	})
+	failed := failsNeverRunning(t, pt, 90*time.Second, "its image cannot start")
 	if m := failed.Status.Phases[0].Message; !strings.Contains(m, "ErrImageNeverPull") {
 		t.Errorf("failed phase says %q, want the kubelet's reason ErrImageNeverPull", m)
 	}

@@ -61,15 +61,7 @@ func TestMissingVolumeIsStartingNotRunning(t *testing.T) {
 	t.Logf("Starting: %s", msg)
 	// It never claims to run while its pods are Pending; after one start
 	// timeout, a 10 s backoff and a second one, the attempt fails.
-	var failed *v1alpha1.PhasedTraining
-	eventually(t, 45*time.Second, "the attempt failed after its start failures", func() (bool, error) {
-		cur := get(t, pt)
-		if cur.Status.State == v1alpha1.PipelineRunning {
-			t.Fatalf("Running while its pods cannot start: %s", describe(cur))
-		}
-		failed = cur
-		return cur.Status.State == v1alpha1.PipelineFailed, fmt.Errorf("%s", describe(cur))
-	})
+	failed := failsNeverRunning(t, pt, 45*time.Second, "its pods cannot start")
 	ps := failed.Status.Phases[0]
 	if !strings.Contains(ps.Message, "did not start after 2 tries (spec.phases[0].startBackoffLimit: 1)") || !strings.Contains(ps.Message, `persistentvolumeclaim "no-such-claim" not found`) {
 		t.Errorf("phase says %q, want the start failures and kube-scheduler's reason", ps.Message)
