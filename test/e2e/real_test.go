@@ -38,9 +38,12 @@ func TestRealSeedDeadlock(t *testing.T) {
 	ns := namespace(t)
 	jobs := []string{"a", "b", "c"}
 
-	// Plain pods: a headless Service per job gives rank 0 a name.
+	// Plain pods: a headless Service per job gives rank 0 a name. Not
+	// "job-<j>": that is the name of the PhasedTraining's own Service
+	// below, which phasegang would take over from this one (dropping its
+	// selector) while the plain pods' endpoints are being removed.
 	for _, j := range jobs {
-		svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "job-" + j}, Spec: corev1.ServiceSpec{
+		svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "plain-" + j}, Spec: corev1.ServiceSpec{
 			ClusterIP: corev1.ClusterIPNone, PublishNotReadyAddresses: true, Selector: map[string]string{"job": j}}}
 		if err := k8s.Create(context.Background(), svc); err != nil {
 			t.Fatal(err)
@@ -51,11 +54,11 @@ func TestRealSeedDeadlock(t *testing.T) {
 		for _, j := range jobs {
 			tmpl := trainer(1, dir, map[string]string{
 				"RANK": strconv.Itoa(rank), "WORLD_SIZE": "4", "MASTER_PORT": "29500",
-				"MASTER_ADDR": fmt.Sprintf("%s-0.job-%s.%s.svc", j, j, ns),
+				"MASTER_ADDR": fmt.Sprintf("%s-0.plain-%s.%s.svc", j, j, ns),
 			})
 			pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("%s-%d", j, rank),
 				Labels: map[string]string{"job": j, "plain": "true"}}, Spec: tmpl.Spec}
-			pod.Spec.Hostname, pod.Spec.Subdomain = pod.Name, "job-"+j
+			pod.Spec.Hostname, pod.Spec.Subdomain = pod.Name, "plain-"+j
 			if err := k8s.Create(context.Background(), pod); err != nil {
 				t.Fatal(err)
 			}
