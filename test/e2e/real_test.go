@@ -98,8 +98,11 @@ func TestRealSeedDeadlock(t *testing.T) {
 		t.Fatalf("want 4 workers of several jobs bound and 8 Pending, got %v bound, %d Pending", perJob, pending)
 	}
 	t.Logf("plain pods: deadlocked with bound workers per job %v, %d Pending, 0 of 3 jobs done after 30 s", perJob, pending)
+	// Not a forced delete (grace 0): the pods must leave the API only once
+	// the kubelet has stopped them and given their GPUs back, or the first
+	// gang below waits on the kubelet's device admission, not on phasegang.
 	if err := k8s.DeleteAllOf(context.Background(), &corev1.Pod{}, client.InNamespace(ns),
-		client.MatchingLabels{"plain": "true"}, client.GracePeriodSeconds(0)); err != nil {
+		client.MatchingLabels{"plain": "true"}, client.GracePeriodSeconds(1)); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, 60*time.Second, "the plain pods gone", func() (bool, error) {
