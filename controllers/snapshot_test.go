@@ -251,14 +251,14 @@ func TestBuildSnapshotRequests(t *testing.T) {
 	classes := map[string]int32{"high": 1000}
 	snap, _ := buildSnapshot(clusterView{PTs: []*v1alpha1.PhasedTraining{ptA, ptB}, Priorities: classes}, now, nil)
 	wantLedger := []engine.Grant{{
-		Request: driver.Request(ptA, &ptA.Spec.Phases[0], &ptA.Status.Phases[0], classes),
+		Request: driver.Request(ptA, driver.SpecPhases(ptA)["train"], &ptA.Status.Phases[0], classes),
 		Workers: []string{"n1", "n1"},
 		Unbound: []int32{0, 1}, // no pod exists yet
 	}}
 	if d := cmp.Diff(wantLedger, snap.Ledger); d != "" {
 		t.Errorf("ledger (-want +got):\n%s", d)
 	}
-	wantQueue := []engine.Request{driver.Request(ptB, &ptB.Spec.Phases[0], &ptB.Status.Phases[0], classes)}
+	wantQueue := []engine.Request{driver.Request(ptB, driver.SpecPhases(ptB)["eval"], &ptB.Status.Phases[0], classes)}
 	if d := cmp.Diff(wantQueue, snap.Queue); d != "" {
 		t.Errorf("queue (-want +got):\n%s", d)
 	}

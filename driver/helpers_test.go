@@ -33,7 +33,7 @@ func compile(t *testing.T, pt *v1alpha1.PhasedTraining) *phases.Pipeline {
 // attempt ps, bound to node and in the given pod phase; each msg is the
 // termination message of one more container.
 func workerPodOf(pt *v1alpha1.PhasedTraining, ps v1alpha1.PhaseStatus, idx int32, node string, phase corev1.PodPhase, msgs ...string) corev1.Pod {
-	p := BuildWorkerPod(pt, SpecPhase(pt, ps.Name), &ps, idx, node, int32(max(len(ps.Assignments), 1)))
+	p := BuildWorkerPod(pt, PhaseSpec(pt, ps.Name), &ps, idx, node, int32(max(len(ps.Assignments), 1)))
 	p.Spec.NodeName = node
 	p.Status.Phase = phase
 	for i, m := range msgs {

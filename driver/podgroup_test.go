@@ -32,7 +32,7 @@ func TestSyncPodGroups(t *testing.T) {
 	if len(g.OwnerReferences) != 1 || g.OwnerReferences[0].Kind != v1alpha1.Kind || g.Labels[LabelPhase] != "train" {
 		t.Errorf("group owners %+v, labels %v; want the pipeline and the gang's labels", g.OwnerReferences, g.Labels)
 	}
-	pod := BuildWorkerPod(pt, SpecPhase(pt, "train"), &pt.Status.Phases[0], 0, "n1", 3)
+	pod := BuildWorkerPod(pt, PhaseSpec(pt, "train"), &pt.Status.Phases[0], 0, "n1", 3)
 	JoinPodGroup(pod, pt, &pt.Status.Phases[0])
 	if sg := pod.Spec.SchedulingGroup; sg == nil || sg.PodGroupName == nil || *sg.PodGroupName != g.Name {
 		t.Errorf("pod's schedulingGroup = %+v, want %s", sg, g.Name)

@@ -5,7 +5,6 @@ import (
 
 	"github.com/phasegang/phasegang/apis/v1alpha1"
 	"github.com/phasegang/phasegang/engine"
-	"github.com/phasegang/phasegang/phases"
 )
 
 // Priorities maps PriorityClass names to their values.
@@ -21,16 +20,6 @@ func Priority(spec *v1alpha1.PhasedTrainingSpec, classes Priorities) int32 {
 		return classes[spec.PriorityClassName]
 	}
 	return 0
-}
-
-// SpecPhase returns the spec of the phase named name (nil: none).
-func SpecPhase(pt *v1alpha1.PhasedTraining, name string) *v1alpha1.Phase {
-	for i := range pt.Spec.Phases {
-		if pt.Spec.Phases[i].Name == name {
-			return &pt.Spec.Phases[i]
-		}
-	}
-	return nil
 }
 
 // Schedulable says whether a pipeline takes part in scheduling: not being
@@ -49,19 +38,19 @@ func Schedulable(pt *v1alpha1.PhasedTraining) bool {
 // Request is the engine's view of a phase attempt: its gang key, the
 // pipeline's priority and age (every phase carries the pipeline's
 // creation time, so a later phase keeps the pipeline's place), its gang
-// size, one worker's footprint, its node constraints and its tenant queue.
-func Request(pt *v1alpha1.PhasedTraining, phase *v1alpha1.Phase, ps *v1alpha1.PhaseStatus, classes Priorities) engine.Request {
+// size, its workers' Shape and its tenant queue.
+func Request(pt *v1alpha1.PhasedTraining, phase SpecPhase, ps *v1alpha1.PhaseStatus, classes Priorities) engine.Request {
 	r := engine.Request{
 		Gang:        GangKey(pt, ps),
 		Priority:    Priority(&pt.Spec, classes),
 		Created:     pt.CreationTimestamp.Time,
-		Min:         phase.Gang.Min,
-		Desired:     phase.Gang.DesiredOrMin(),
-		Footprint:   WorkerFootprint(&phase.Template.Spec),
-		Constraints: ConstraintsOf(&phase.Template.Spec),
-		HostPorts:   HostPortsOf(&phase.Template.Spec),
-		OnePerNode:  phases.SpreadsOwnWorkers(&phase.Template.Spec, phase.Template.Labels),
-		Quota:       QuotaFactsOf(&phase.Template.Spec),
+		Min:         phase.Spec.Gang.Min,
+		Desired:     phase.Spec.Gang.DesiredOrMin(),
+		Footprint:   phase.Shape.Footprint,
+		Constraints: phase.Shape.Constraints,
+		HostPorts:   phase.Shape.HostPorts,
+		OnePerNode:  phase.Shape.OnePerNode,
+		Quota:       phase.Shape.Quota,
 		Queue:       pt.Spec.QueueName,
 	}
 	r.Queued = r.Created
@@ -133,38 +122,43 @@ func (d *Demand) Add(pt *v1alpha1.PhasedTraining, classes Priorities) {
 	if queueing {
 		d.Pipelines[pt.Namespace+"/"+pt.Name] = pt
 	}
+	specs := SpecPhases(pt)
 	for i := range pt.Status.Phases {
 		ps := &pt.Status.Phases[i]
-		phase := SpecPhase(pt, ps.Name)
-		if phase == nil || pt.Status.Phase(ps.Name, ps.Iteration) != ps {
+		phase, ok := specs[ps.Name]
+		if !ok || pt.Status.Phase(ps.Name, ps.Iteration) != ps {
 			continue // an older attempt, or a phase the spec lost
 		}
 		switch {
 		case ps.State.Reserved() && len(ps.Assignments) > 0:
 			r := Request(pt, phase, ps, classes)
 			d.Ledger = append(d.Ledger, engine.Grant{Request: r, Workers: ps.Assignments})
-			d.Gangs[r.Gang] = Gang{Pipeline: pt, Phase: phase, Index: i}
+			d.Gangs[r.Gang] = Gang{Pipeline: pt, Phase: phase.Spec, Index: i}
 		case ps.State == v1alpha1.PhaseQueued && queueing:
 			r := Request(pt, phase, ps, classes)
 			d.Queue = append(d.Queue, r)
-			d.Gangs[r.Gang] = Gang{Pipeline: pt, Phase: phase, Index: i}
+			d.Gangs[r.Gang] = Gang{Pipeline: pt, Phase: phase.Spec, Index: i}
 		}
 	}
 	if queueing {
-		d.Upcoming = append(d.Upcoming, Upcoming(pt, classes)...)
+		d.Upcoming = append(d.Upcoming, upcoming(pt, specs, classes)...)
 	}
 }
 
 // Upcoming lists the phases of a pipeline that have no status entry yet
 // (or only a Pending one), as first-attempt requests.
 func Upcoming(pt *v1alpha1.PhasedTraining, classes Priorities) []engine.Request {
+	return upcoming(pt, SpecPhases(pt), classes)
+}
+
+func upcoming(pt *v1alpha1.PhasedTraining, specs map[string]SpecPhase, classes Priorities) []engine.Request {
 	var out []engine.Request
 	for i := range pt.Spec.Phases {
-		phase := &pt.Spec.Phases[i]
-		if ps := pt.Status.Phase(phase.Name, 0); ps != nil && ps.State != v1alpha1.PhasePending {
+		name := pt.Spec.Phases[i].Name
+		if ps := pt.Status.Phase(name, 0); ps != nil && ps.State != v1alpha1.PhasePending {
 			continue
 		}
-		out = append(out, Request(pt, phase, &v1alpha1.PhaseStatus{Name: phase.Name}, classes))
+		out = append(out, Request(pt, specs[name], &v1alpha1.PhaseStatus{Name: name}, classes))
 	}
 	return out
 }

@@ -108,7 +108,7 @@ func TestRequest(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			want := wantBase
 			tc.want(&want)
-			got := Request(tc.pt, &tc.pt.Spec.Phases[0], &tc.ps, classes)
+			got := Request(tc.pt, SpecPhases(tc.pt)[tc.pt.Spec.Phases[0].Name], &tc.ps, classes)
 			if d := cmp.Diff(want, got); d != "" {
 				t.Errorf("request (-want +got):\n%s", d)
 			}
@@ -288,7 +288,7 @@ func TestDemand(t *testing.T) {
 func TestUpcomingRequest(t *testing.T) {
 	pt := wrappers.MakePT("job").Priority(5).Phase("train", 2).Desired(4).GPUs(1).Obj()
 	got := Upcoming(pt, nil)
-	want := []engine.Request{Request(pt, &pt.Spec.Phases[0], &v1alpha1.PhaseStatus{Name: "train"}, nil)}
+	want := []engine.Request{Request(pt, SpecPhases(pt)[pt.Spec.Phases[0].Name], &v1alpha1.PhaseStatus{Name: "train"}, nil)}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("upcoming (-want +got):\n%s", d)
 	}

@@ -25,7 +25,7 @@ func setWorkersSummary(pt *v1alpha1.PhasedTraining, st *v1alpha1.PhasedTrainingS
 		granted += int32(len(ps.Assignments))
 		if ps.Workers.Desired > 0 {
 			desired += ps.Workers.Desired
-		} else if phase := SpecPhase(pt, ps.Name); phase != nil {
+		} else if phase := PhaseSpec(pt, ps.Name); phase != nil {
 			desired += phase.Gang.DesiredOrMin()
 		}
 	}

@@ -95,7 +95,7 @@ func wantedWorkers(pt *v1alpha1.PhasedTraining) (map[string]Worker, map[phases.I
 		if !ps.State.Reserved() || len(ps.Assignments) == 0 {
 			continue
 		}
-		phase := SpecPhase(pt, ps.Name)
+		phase := PhaseSpec(pt, ps.Name)
 		if phase == nil {
 			continue
 		}

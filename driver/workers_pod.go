@@ -99,7 +99,7 @@ func BuildWorkerPod(pt *v1alpha1.PhasedTraining, phase *v1alpha1.Phase, ps *v1al
 // It is exported for tools that need exactly that pod's shape (test/scale's
 // control run); the reconciler is the only one that creates these pods.
 func WorkerPod(pt *v1alpha1.PhasedTraining, ps *v1alpha1.PhaseStatus, index int32, node string, worldSize int32) (*corev1.Pod, error) {
-	phase := SpecPhase(pt, ps.Name)
+	phase := PhaseSpec(pt, ps.Name)
 	if phase == nil {
 		return nil, fmt.Errorf("%s has no phase %q", pt.Name, ps.Name)
 	}

@@ -88,7 +88,7 @@ func upcomingRequests(sc *Scenario) []engine.Request {
 			// so a gang that can never fit for any of them is caught here
 			// as the controller would catch it; then the least any policy
 			// asks for: min workers, from the start.
-			r := driver.Request(pt, ph, &v1alpha1.PhaseStatus{Name: ph.Name}, nil)
+			r := driver.Request(pt, driver.SpecPhase{Spec: ph, Shape: driver.ShapeOf(ph)}, &v1alpha1.PhaseStatus{Name: ph.Name}, nil)
 			size := max(ph.Gang.Min, 1)
 			r.Gang = engine.GangKey{Pipeline: key, Phase: ph.Name}
 			r.Created, r.Queued, r.Min, r.Desired = Epoch, Epoch, size, size

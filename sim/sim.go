@@ -96,12 +96,12 @@ type event struct {
 	node string // evNodeLost
 }
 
-// compiled is a Pipeline with its per-phase engine footprints.
+// compiled is a Pipeline with its phases' specs and Shapes (read once per
+// workload spec, as the controller reads each phase once per cycle).
 type compiled struct {
-	pl         *phases.Pipeline
-	footprints map[string]engine.ResourceList
-	cons       map[string]engine.Constraints
-	gpus       map[string]float64 // GPUs per worker
+	pl    *phases.Pipeline
+	specs map[string]driver.SpecPhase
+	gpus  map[string]float64 // GPUs per worker
 }
 
 // pipeRun is one pipeline: its PhasedTraining (spec and status, as the
@@ -245,13 +245,9 @@ func (s *simulator) load() error {
 			if len(errs) > 0 {
 				return fmt.Errorf("workload[%d].training: %w", i, errs.ToAggregate())
 			}
-			c = &compiled{pl: pl, footprints: map[string]engine.ResourceList{}, cons: map[string]engine.Constraints{}, gpus: map[string]float64{}}
-			for _, ph := range pl.Phases() {
-				spec := &ph.Spec.Template.Spec
-				fp := driver.WorkerFootprint(spec)
-				c.footprints[ph.Name] = fp
-				c.cons[ph.Name] = driver.ConstraintsOf(spec)
-				c.gpus[ph.Name] = float64(fp["nvidia.com/gpu"]) / 1000
+			c = &compiled{pl: pl, specs: driver.SpecPhases(&w.Training), gpus: map[string]float64{}}
+			for name, sp := range c.specs {
+				c.gpus[name] = float64(sp.Shape.Footprint["nvidia.com/gpu"]) / 1000
 			}
 			cache[key] = c
 		}
@@ -526,7 +522,7 @@ func (s *simulator) evict(p *pipeRun, rel engine.Release) {
 			s.requeueRun(r, rel)
 			s.withdraw(p, in)
 			ps := p.pt.Status.Phase(in.Name, in.Iteration)
-			s.enqueue(p, in, driver.Request(p.pt, driver.SpecPhase(p.pt, in.Name), ps, s.sc.PriorityClasses))
+			s.enqueue(p, in, driver.Request(p.pt, p.c.specs[in.Name], ps, s.sc.PriorityClasses))
 			return
 		}
 		s.res.IdleReservedGPUSeconds += p.c.gpus[in.Name] * (s.now - g.placedAt[w]).Seconds()
@@ -534,7 +530,7 @@ func (s *simulator) evict(p *pipeRun, rel engine.Release) {
 		g.nodes[w] = ""
 		g.placed--
 		ps := p.pt.Status.Phase(in.Name, in.Iteration)
-		req := driver.Request(p.pt, driver.SpecPhase(p.pt, in.Name), ps, s.sc.PriorityClasses)
+		req := driver.Request(p.pt, p.c.specs[in.Name], ps, s.sc.PriorityClasses)
 		req.Queued = Epoch.Add(s.now)
 		s.st.Submit(podRequest(req, p, in, w, s.now))
 	}
@@ -618,11 +614,12 @@ func (s *simulator) submitHold(p *pipeRun) {
 	var bigGPUs float64 = -1
 	for _, ph := range p.c.pl.Phases() {
 		count = max(count, ph.Desired())
-		for name, amt := range p.c.footprints[ph.Name] {
+		shape := p.c.specs[ph.Name].Shape
+		for name, amt := range shape.Footprint {
 			envelope[name] = max(envelope[name], amt)
 		}
 		if g := float64(ph.Desired()) * p.c.gpus[ph.Name]; g > bigGPUs {
-			bigGPUs, cons = g, p.c.cons[ph.Name]
+			bigGPUs, cons = g, shape.Constraints
 		}
 	}
 	key := engine.GangKey{Pipeline: p.name, Phase: "whole-job"}
@@ -758,7 +755,7 @@ func (s *simulator) play(plan engine.Plan) bool {
 			in := instanceOf(rel.Gang)
 			p.queuedAt[in] = s.now
 			ps := p.pt.Status.Phase(in.Name, in.Iteration)
-			s.enqueue(p, in, driver.Request(p.pt, driver.SpecPhase(p.pt, in.Name), ps, s.sc.PriorityClasses))
+			s.enqueue(p, in, driver.Request(p.pt, p.c.specs[in.Name], ps, s.sc.PriorityClasses))
 			changed = true
 		}
 	}

@@ -211,7 +211,7 @@ func PhaseAttemptOf(tid trace.TraceID, pt *v1alpha1.PhasedTraining, ps *v1alpha1
 		}
 	}
 	slices.Sort(a.Nodes)
-	if phase := driver.SpecPhase(pt, ps.Name); phase != nil {
+	if phase := driver.PhaseSpec(pt, ps.Name); phase != nil {
 		if a.Min == 0 {
 			a.Min, a.Desired = phase.Gang.Min, phase.Gang.DesiredOrMin()
 		}
