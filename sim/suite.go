@@ -102,6 +102,10 @@ func SuiteWorkloads(seed []byte) []SuiteWorkload {
 		suiteScenario("wave-burst", "53 whole-node gangs in 9 waves that fill 32×8 exactly", suiteFile("testdata/suite/wave-burst.yaml")),
 		suiteScenario("fragmentation", "2×8-GPU workers among 1-GPU workers, 8×8", suiteFile("testdata/suite/fragmentation.yaml")),
 		suiteScenario("elastic-heavy", "wide elastic trains (min 1-2, desired 8-16), 4×8", suiteFile("testdata/suite/elastic-heavy.yaml")),
+		suiteScenario("wave-burst-rigid", "53 rigid whole-node gangs at once, 9 exact waves, 32×8", suiteFile("testdata/suite/wave-burst-rigid.yaml")),
+		suiteScenario("wave-burst-rigid-phased", "the same, each train → validate → test", suiteFile("testdata/suite/wave-burst-rigid-phased.yaml")),
+		suiteScenario("infeasible-bystanders", "3 pipelines that fit beside 2 Infeasible ones, 4×2", suiteFile("testdata/suite/infeasible-bystanders.yaml")),
+		suiteScenario("infeasible-bystanders-alone", "the same 3 pipelines alone, 4×2", suiteFile("testdata/suite/infeasible-bystanders-alone.yaml")),
 	}
 }
 
