@@ -41,8 +41,17 @@ func MakeNode(name, cpu string) corev1.Node {
 // GPUNode is a node with gpus nvidia.com/gpu, 64 CPUs and room for 110 pods.
 func GPUNode(name string, gpus int64) corev1.Node {
 	n := MakeNode(name, "64")
-	n.Status.Allocatable["nvidia.com/gpu"] = *resource.NewQuantity(gpus, resource.DecimalSI)
+	n.Status.Allocatable = NodeResources("64", gpus)
 	return n
+}
+
+// NodeResources is the allocatable of a node with cpu CPUs, gpus
+// nvidia.com/gpu and room for 110 pods (a simulator's node pool, a GPUNode).
+func NodeResources(cpu string, gpus int64) corev1.ResourceList {
+	return corev1.ResourceList{
+		corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourcePods: resource.MustParse("110"),
+		"nvidia.com/gpu": *resource.NewQuantity(gpus, resource.DecimalSI),
+	}
 }
 
 // Edit returns a copy of p with opts applied, e.g. a pod that
