@@ -127,7 +127,7 @@ func TestAdvance(t *testing.T) {
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			before := tc.pt.DeepCopy()
-			adv := Advance(compile(t, tc.pt), tc.pt, tc.obs, now)
+			adv := Advance(wrappers.Compiled(t, Compile, tc.pt), tc.pt, tc.obs, now)
 			if d := cmp.Diff(tc.wantPhases, phaseLines(adv.Status)); d != "" {
 				t.Errorf("phases (-want +got):\n%s", d)
 			}
@@ -154,7 +154,7 @@ func TestAdvance(t *testing.T) {
 // before failed, a start timeout says what it waited for.
 func TestAdvanceRecordsHistory(t *testing.T) {
 	pt := wrappers.MakePT("job").Phase("a", 1).Retries(1).Status(wrappers.Running("a", "n1")).Obj()
-	adv := Advance(compile(t, pt), pt, Observations{{Name: "a"}: failedWorkers}, now)
+	adv := Advance(wrappers.Compiled(t, Compile, pt), pt, Observations{{Name: "a"}: failedWorkers}, now)
 	retry := adv.Status.Phases[1].History
 	want := []v1alpha1.PhaseEvent{{Time: metav1.NewTime(now), Type: v1alpha1.PhaseEventRetry, Message: "attempt 0 failed: 1 of 1 workers failed"}}
 	if d := cmp.Diff(want, retry); d != "" {
@@ -172,7 +172,7 @@ func TestAdvanceLiftsInvalid(t *testing.T) {
 	}
 	pt.Status = *invalid
 	pt.Generation = 3
-	adv := Advance(compile(t, pt), pt, nil, now)
+	adv := Advance(wrappers.Compiled(t, Compile, pt), pt, nil, now)
 	if adv.Status.State != v1alpha1.PipelineQueued || adv.Status.ObservedGeneration != 3 {
 		t.Errorf("after the fix: state %s, observedGeneration %d; want Queued, 3", adv.Status.State, adv.Status.ObservedGeneration)
 	}
@@ -181,7 +181,7 @@ func TestAdvanceLiftsInvalid(t *testing.T) {
 // A Starting pipeline whose new spec is Invalid is Invalid only.
 func TestInvalidTurnsStartingOff(t *testing.T) {
 	pt := wrappers.MakePT("job").Phase("a", 1).Status(wrappers.Starting("a", "n1")).Obj()
-	pt.Status = *Advance(compile(t, pt), pt, nil, now).Status
+	pt.Status = *Advance(wrappers.Compiled(t, Compile, pt), pt, nil, now).Status
 	if pt.Status.State != v1alpha1.PipelineStarting {
 		t.Fatalf("setup: state %s, want Starting", pt.Status.State)
 	}
@@ -223,7 +223,7 @@ func TestStopRemaining(t *testing.T) {
 	if len(d.Ledger)+len(d.Queue)+len(d.Upcoming) != 0 {
 		t.Errorf("stopped phases still scheduled: %+v", d)
 	}
-	if obs := Observe(compile(t, pt), &pt.Status, nil, now); len(obs) != 0 {
+	if obs := Observe(wrappers.Compiled(t, Compile, pt), &pt.Status, nil, now); len(obs) != 0 {
 		t.Errorf("stopped phases still observed: %+v", obs)
 	}
 }
@@ -257,7 +257,7 @@ func TestRequeueRestartsTheQueueWait(t *testing.T) {
 	ps.QueuedTime = wrappers.Time(now.Add(-time.Hour))
 	ps.ReservedTime = wrappers.Time(now.Add(-2 * time.Minute))
 	pt := wrappers.MakePT("job").Phase("a", 1).StartTimeout(time.Minute).State(v1alpha1.PipelineRunning).Status(ps).Obj()
-	adv := Advance(compile(t, pt), pt, Observations{{Name: "a"}: {Observation: phases.Observation{Granted: 1}}}, now)
+	adv := Advance(wrappers.Compiled(t, Compile, pt), pt, Observations{{Name: "a"}: {Observation: phases.Observation{Granted: 1}}}, now)
 	got := adv.Status.Phases[0]
 	if got.QueuedTime == nil || !got.QueuedTime.Time.Equal(now) {
 		t.Errorf("queuedTime = %v, want the requeue's time %v", got.QueuedTime, now)

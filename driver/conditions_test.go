@@ -271,7 +271,7 @@ func TestFailedAfterStartingIsNotStarting(t *testing.T) {
 	ps := wrappers.Starting("train", "n1", "n2")
 	ps.ReservedTime = wrappers.Time(now.Add(-2 * time.Minute))
 	pt := wrappers.MakePT("job").Phase("train", 2).StartTimeout(time.Minute).StartBackoffLimit(0).Status(ps).Obj()
-	pl := compile(t, pt)
+	pl := wrappers.Compiled(t, Compile, pt)
 	waiting := Observations{{Name: "train"}: {Observation: phases.Observation{Granted: 2}, Waiting: `worker 0: Unschedulable: 0/1 nodes are available: persistentvolumeclaim "ckpt" not found.`}}
 
 	// Within its start timeout: Starting.

@@ -236,7 +236,7 @@ func TestObserve(t *testing.T) {
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			pt := spec().Status(tc.status...).Obj()
-			pl := compile(t, pt)
+			pl := wrappers.Compiled(t, Compile, pt)
 			st := pt.Status.DeepCopy()
 			before := st.DeepCopy()
 			var pods []corev1.Pod
@@ -393,7 +393,7 @@ func TestObserveWaiting(t *testing.T) {
 	ps := wrappers.Starting("train", "n1", "n2", "n3")
 	ps.ReservedTime = wrappers.Time(now.Add(-time.Minute))
 	pt.Status.Phases = []v1alpha1.PhaseStatus{ps}
-	pl := compile(t, pt)
+	pl := wrappers.Compiled(t, Compile, pt)
 	unschedulable := func(p *corev1.Pod) {
 		p.Spec.NodeName = ""
 		p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse,
@@ -594,7 +594,7 @@ func TestObserveLost(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			pt := wrappers.MakePT("job").Phase("train", 1).Desired(3).Obj()
 			pt.Status.Phases = []v1alpha1.PhaseStatus{tc.ps}
-			got := Observe(compile(t, pt), &pt.Status, tc.pods(pt, tc.ps), now)[phases.Instance{Name: "train"}]
+			got := Observe(wrappers.Compiled(t, Compile, pt), &pt.Status, tc.pods(pt, tc.ps), now)[phases.Instance{Name: "train"}]
 			if got.Lost != tc.lost || got.LostReason != tc.reason || got.Running != tc.running {
 				t.Errorf("lost %d (%q), running %d; want lost %d (%q), running %d", got.Lost, got.LostReason, got.Running, tc.lost, tc.reason, tc.running)
 			}

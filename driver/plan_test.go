@@ -474,7 +474,7 @@ func TestApplyPlanNodeLostKeepsThePipelinesPlace(t *testing.T) {
 // creating the pods.
 func TestReserveCarriesAdvancesConditions(t *testing.T) {
 	pt := wrappers.MakePT("job").Phase("train", 2).Generation(1, 0).Obj()
-	pl := compile(t, pt)
+	pl := wrappers.Compiled(t, Compile, pt)
 	pt.Status = *Advance(pl, pt, nil, now).Status
 	if len(pt.Status.Phases) != 1 || pt.Status.Phases[0].State != v1alpha1.PhaseQueued {
 		t.Fatalf("setup: want train queued, got %+v", pt.Status.Phases)

@@ -63,7 +63,7 @@ func TestApplyPlanMissingClass(t *testing.T) {
 	// A step of the pipeline (Advance, which knows no PriorityClass)
 	// keeps saying what it waits for.
 	pt.Status = *c.Status
-	if cond := meta.FindStatusCondition(Advance(compile(t, pt), pt, nil, now).Status.Conditions, string(v1alpha1.ConditionQueued)); cond == nil || cond.Reason != v1alpha1.ReasonWaitingForPriorityClass {
+	if cond := meta.FindStatusCondition(Advance(wrappers.Compiled(t, Compile, pt), pt, nil, now).Status.Conditions, string(v1alpha1.ConditionQueued)); cond == nil || cond.Reason != v1alpha1.ReasonWaitingForPriorityClass {
 		t.Errorf("after Advance, Queued condition = %+v, want reason %s", cond, v1alpha1.ReasonWaitingForPriorityClass)
 	}
 

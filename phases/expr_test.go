@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/phasegang/phasegang/apis/v1alpha1"
 	"github.com/phasegang/phasegang/internal/wrappers"
 )
 
@@ -18,10 +19,10 @@ func exprPT() *wrappers.PT {
 }
 
 func TestGraphExpressions(t *testing.T) {
-	p := compile(t, exprPT().Obj())
-	st := status(
-		ps("train-big", 0, 0, Succeeded).Workers(8, 8, 0).Out("loss", "0.25"),
-		ps("validate", 0, 0, Succeeded).Workers(2, 2, 0).Out("accuracy", "0.93"),
+	p := wrappers.Compiled(t, Compile, exprPT().Obj())
+	st := wrappers.Status(
+		wrappers.MakePS("train-big", Succeeded).Workers(v1alpha1.WorkerCounts{Granted: 8, Succeeded: 8, Failed: 0}).Outputs("loss", "0.25"),
+		wrappers.MakePS("validate", Succeeded).Workers(v1alpha1.WorkerCounts{Granted: 2, Succeeded: 2, Failed: 0}).Outputs("accuracy", "0.93"),
 	)
 	tests := map[string]struct {
 		expr, wantErr string
@@ -68,7 +69,7 @@ func TestGraphExpressions(t *testing.T) {
 }
 
 func TestPolicyExpressions(t *testing.T) {
-	p := compile(t, wrappers.MakePT("p").Phase("eval", 4).Outputs("loss").Obj())
+	p := wrappers.Compiled(t, Compile, wrappers.MakePT("p").Phase("eval", 4).Outputs("loss").Obj())
 	c := p.Phase("eval")
 	tests := map[string]struct {
 		expr                                string
@@ -98,7 +99,7 @@ func TestPolicyExpressions(t *testing.T) {
 
 // fuzzPipeline is the spec FuzzCompileExpr compiles expressions against.
 func fuzzPipeline(tb testing.TB) *Pipeline {
-	return compile(tb, exprPT().Iterate(3, "", "train-big", "validate").Obj())
+	return wrappers.Compiled(tb, Compile, exprPT().Iterate(3, "", "train-big", "validate").Obj())
 }
 
 // FuzzCompileExpr feeds arbitrary strings to the expression compile path
@@ -135,7 +136,7 @@ func FuzzCompileExpr(f *testing.F) {
 		}
 	}
 	p := fuzzPipeline(f)
-	st := status(ps("train-big", 0, 0, Succeeded).Out("loss", "1"), ps("validate", 0, 0, Running))
+	st := wrappers.Status(wrappers.MakePS("train-big", Succeeded).Outputs("loss", "1"), wrappers.MakePS("validate", Running))
 	f.Fuzz(func(t *testing.T, src string) {
 		if prog, err := p.env.compileExpr(src, p.env.graph, ""); err == nil {
 			_, _ = p.env.run(prog, p.env.graphEnv(0, p.views(st, 0)))

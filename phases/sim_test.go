@@ -8,6 +8,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/phasegang/phasegang/apis/v1alpha1"
+	"github.com/phasegang/phasegang/internal/wrappers"
 )
 
 // simulate drives a pipeline to its end with a fake engine that starts
@@ -16,14 +17,14 @@ import (
 func simulate(t *testing.T, p *Pipeline, result func(Instance) Observation) ([]string, Step) {
 	t.Helper()
 	st := &v1alpha1.PhasedTrainingStatus{}
-	now := t0
+	now := wrappers.T0
 	var ran []string
 	for range 100 {
 		obs := Observations{}
 		for i := range st.Phases {
 			e := &st.Phases[i]
 			if e.State == Queued {
-				e.State, e.ReservedTime, e.StartTime = Running, at(now.Sub(t0)), at(now.Sub(t0))
+				e.State, e.ReservedTime, e.StartTime = Running, wrappers.Time(now), wrappers.Time(now)
 			}
 			if e.State == Running {
 				in := Instance{e.Name, e.Iteration, e.Attempt}
@@ -61,7 +62,7 @@ func TestSimulateLoop(t *testing.T) {
 		t.Run(fmt.Sprint("max ", max), func(t *testing.T) {
 			pt := loopPT(max).Obj()
 			pt.Spec.Phases[1].MaxRetries = 1 // train
-			ran, step := simulate(t, compile(t, pt), result)
+			ran, step := simulate(t, wrappers.Compiled(t, Compile, pt), result)
 			want := []string{"prep#0.0", "train#0.0", "validate#0.0", "train#1.0", "train#1.1", "validate#1.0"}
 			if max == 5 {
 				want = append(want, "train#2.0", "validate#2.0")

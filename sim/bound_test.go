@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/phasegang/phasegang/internal/wrappers"
 )
@@ -33,22 +34,21 @@ func (c tinyCase) String() string {
 }
 
 func (c tinyCase) scenario() *Scenario {
-	sc := &Scenario{Name: "tiny", Cluster: Cluster{NodePools: []NodePool{{Name: "n", Count: 1, Allocatable: corev1.ResourceList{
-		"nvidia.com/gpu":   *resource.NewQuantity(int64(c.gpus), resource.DecimalSI),
-		corev1.ResourceCPU: *resource.NewQuantity(int64(c.cpus), resource.DecimalSI), corev1.ResourcePods: resource.MustParse("110"),
-	}}}}}
+	sc := &Scenario{Name: "tiny", Cluster: Cluster{NodePools: []NodePool{
+		{Name: "n", Count: 1, Allocatable: wrappers.NodeResources(strconv.Itoa(c.cpus), int64(c.gpus))},
+	}}}
 	for i, j := range c.jobs {
 		b := wrappers.MakePT("j" + strconv.Itoa(i)).Namespace("tiny")
-		runtimes := map[string]time.Duration{}
+		runtimes := map[string]metav1.Duration{}
 		for k, p := range j.phases {
 			name := "p" + strconv.Itoa(k)
 			b.Phase(name, int32(p.min)).Desired(int32(p.workers)).GPUs(1).Resource(corev1.ResourceCPU, *resource.NewQuantity(int64(p.cpu), resource.DecimalSI))
 			if k > 0 {
 				b.DependsOn("p" + strconv.Itoa(k-1))
 			}
-			runtimes[name] = time.Duration(p.dur) * time.Second
+			runtimes[name] = metav1.Duration{Duration: time.Duration(p.dur) * time.Second}
 		}
-		sc.Workload = append(sc.Workload, workload(b.Obj(), time.Duration(j.arrival)*time.Second, runtimes))
+		sc.Workload = append(sc.Workload, Workload{Training: *b.Obj(), Arrival: metav1.Duration{Duration: time.Duration(j.arrival) * time.Second}, Runtimes: runtimes})
 	}
 	return sc
 }

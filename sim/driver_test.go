@@ -5,31 +5,13 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/phasegang/phasegang/apis/v1alpha1"
 	"github.com/phasegang/phasegang/internal/wrappers"
 )
 
 // The simulator runs the controller's glue (package driver): these tests
 // pin the defects that came from keeping a copy of it here.
-
-func gpuPool(name string, count int, gpus int64) NodePool {
-	return NodePool{Name: name, Count: count, Allocatable: corev1.ResourceList{
-		"nvidia.com/gpu":   *resource.NewQuantity(gpus, resource.DecimalSI),
-		corev1.ResourceCPU: resource.MustParse("64"), corev1.ResourcePods: resource.MustParse("110"),
-	}}
-}
-
-func workload(pt *v1alpha1.PhasedTraining, arrival time.Duration, runtimes map[string]time.Duration) Workload {
-	w := Workload{Training: *pt, Arrival: metav1.Duration{Duration: arrival}, Runtimes: map[string]metav1.Duration{}}
-	for k, v := range runtimes {
-		w.Runtimes[k] = metav1.Duration{Duration: v}
-	}
-	return w
-}
 
 func result(t *testing.T, r *Result, name string) PipelineResult {
 	t.Helper()
@@ -51,8 +33,8 @@ func TestAPhaseThatNeverFitsRunsNothing(t *testing.T) {
 	pt := wrappers.MakePT("job").Namespace("ml").
 		Phase("train", 2).GPUs(2).
 		Phase("test", 1).GPUs(4).DependsOn("train").Obj()
-	sc := &Scenario{Name: "never-fits", Cluster: Cluster{NodePools: []NodePool{gpuPool("small", 2, 2)}},
-		Workload: []Workload{workload(pt, 0, map[string]time.Duration{"train": time.Hour, "test": time.Minute})}}
+	sc := &Scenario{Name: "never-fits", Cluster: Cluster{NodePools: []NodePool{{Name: "small", Count: 2, Allocatable: wrappers.NodeResources("64", 2)}}},
+		Workload: []Workload{{Training: *pt, Runtimes: map[string]metav1.Duration{"train": {Duration: time.Hour}, "test": {Duration: time.Minute}}}}}
 	for _, policy := range []Policy{PolicyPhasegang, PolicyWholeJob, PolicyRigid} {
 		t.Run(string(policy), func(t *testing.T) {
 			r := run(t, sc, policy)
@@ -77,8 +59,8 @@ func TestWholeJobHoldFitsEveryPhase(t *testing.T) {
 	pt := wrappers.MakePT("job").Namespace("ml").
 		Phase("train", 2).GPUs(2).
 		Phase("test", 1).GPUs(4).DependsOn("train").Obj()
-	sc := &Scenario{Name: "hold", Cluster: Cluster{NodePools: []NodePool{gpuPool("small", 2, 2), gpuPool("big", 1, 4)}},
-		Workload: []Workload{workload(pt, 0, map[string]time.Duration{"train": time.Hour, "test": time.Minute})}}
+	sc := &Scenario{Name: "hold", Cluster: Cluster{NodePools: []NodePool{{Name: "small", Count: 2, Allocatable: wrappers.NodeResources("64", 2)}, {Name: "big", Count: 1, Allocatable: wrappers.NodeResources("64", 4)}}},
+		Workload: []Workload{{Training: *pt, Runtimes: map[string]metav1.Duration{"train": {Duration: time.Hour}, "test": {Duration: time.Minute}}}}}
 	if p := result(t, run(t, sc, PolicyPhasegang), "ml/job"); p.State != "Succeeded" {
 		t.Errorf("phasegang: %s (%s)", p.State, p.Message)
 	}
@@ -101,10 +83,10 @@ func TestFailedPipelineStopsItsSiblings(t *testing.T) {
 		Phase("a", 2).GPUs(1).
 		Phase("b", 2).GPUs(1).Obj()
 	next := wrappers.MakePT("next").Namespace("ml").Phase("a", 4).GPUs(1).Obj()
-	w := workload(failing, 0, map[string]time.Duration{"a": time.Hour, "b": time.Hour})
+	w := Workload{Training: *failing, Runtimes: map[string]metav1.Duration{"a": {Duration: time.Hour}, "b": {Duration: time.Hour}}}
 	w.Failures = []Failure{{Phase: "b", After: metav1.Duration{Duration: 10 * time.Minute}}}
-	sc := &Scenario{Name: "siblings", Cluster: Cluster{NodePools: []NodePool{gpuPool("gpu", 1, 4)}},
-		Workload: []Workload{w, workload(next, time.Second, map[string]time.Duration{"a": time.Minute})}}
+	sc := &Scenario{Name: "siblings", Cluster: Cluster{NodePools: []NodePool{{Name: "gpu", Count: 1, Allocatable: wrappers.NodeResources("64", 4)}}},
+		Workload: []Workload{w, {Training: *next, Arrival: metav1.Duration{Duration: time.Second}, Runtimes: map[string]metav1.Duration{"a": {Duration: time.Minute}}}}}
 	r := run(t, sc, PolicyPhasegang)
 	if p := result(t, r, "ml/failing"); p.State != "Failed" || p.Finish != 10*time.Minute {
 		t.Fatalf("failing: %s at %s, want Failed at 10m", p.State, p.Finish)
@@ -125,10 +107,10 @@ func TestPriorityClassNameOrdersTheQueue(t *testing.T) {
 	blocker := wrappers.MakePT("blocker").Namespace("ml").Phase("a", 4).GPUs(1).Obj()
 	low := wrappers.MakePT("low").Namespace("ml").Phase("a", 4).GPUs(1).Obj()
 	high := wrappers.MakePT("high").Namespace("ml").PriorityClass("research").Phase("a", 4).GPUs(1).Obj()
-	rt := map[string]time.Duration{"a": time.Hour}
-	sc := &Scenario{Name: "priority", Cluster: Cluster{NodePools: []NodePool{gpuPool("gpu", 1, 4)}},
+	rt := map[string]metav1.Duration{"a": {Duration: time.Hour}}
+	sc := &Scenario{Name: "priority", Cluster: Cluster{NodePools: []NodePool{{Name: "gpu", Count: 1, Allocatable: wrappers.NodeResources("64", 4)}}},
 		PriorityClasses: map[string]int32{"research": 100},
-		Workload:        []Workload{workload(blocker, 0, rt), workload(low, time.Second, rt), workload(high, 2*time.Second, rt)}}
+		Workload:        []Workload{{Training: *blocker, Runtimes: rt}, {Training: *low, Arrival: metav1.Duration{Duration: time.Second}, Runtimes: rt}, {Training: *high, Arrival: metav1.Duration{Duration: 2 * time.Second}, Runtimes: rt}}}
 	r := run(t, sc, PolicyPhasegang)
 	if h, l := result(t, r, "ml/high"), result(t, r, "ml/low"); h.Finish >= l.Finish {
 		t.Errorf("high finished at %s, low at %s: the priority class was ignored", h.Finish, l.Finish)
@@ -139,8 +121,8 @@ func TestPriorityClassNameOrdersTheQueue(t *testing.T) {
 // attempt (no retry spent) and runs again elsewhere.
 func TestNodeLossRequeuesTheGang(t *testing.T) {
 	pt := wrappers.MakePT("job").Namespace("ml").Phase("train", 2).GPUs(4).Obj()
-	sc := &Scenario{Name: "node-loss", Cluster: Cluster{NodePools: []NodePool{gpuPool("gpu", 3, 4)}},
-		Workload: []Workload{workload(pt, 0, map[string]time.Duration{"train": time.Hour})}}
+	sc := &Scenario{Name: "node-loss", Cluster: Cluster{NodePools: []NodePool{{Name: "gpu", Count: 3, Allocatable: wrappers.NodeResources("64", 4)}}},
+		Workload: []Workload{{Training: *pt, Runtimes: map[string]metav1.Duration{"train": {Duration: time.Hour}}}}}
 	// Lose a node the gang runs on (the engine is deterministic).
 	lost := run(t, sc, PolicyPhasegang).Intervals[0].Node
 	sc.NodeFailures = []NodeFailure{{Node: lost, At: metav1.Duration{Duration: 10 * time.Minute}}}
@@ -163,11 +145,11 @@ func TestNodeLossRequeuesTheGang(t *testing.T) {
 // recorded (and drawn) as held-idle intervals.
 func TestPerPodDeadlockRecordsHeldPods(t *testing.T) {
 	pt := wrappers.MakePT("job").Namespace("ml").Phase("train", 4).GPUs(1).Obj()
-	w := workload(pt, 0, map[string]time.Duration{"train": time.Hour})
+	w := Workload{Training: *pt, Runtimes: map[string]metav1.Duration{"train": {Duration: time.Hour}}}
 	w.Count = 4
 	// One more pipeline arrives later: the run lasts until then.
-	late := workload(wrappers.MakePT("late").Namespace("ml").Phase("train", 4).GPUs(1).Obj(), 3*time.Minute, map[string]time.Duration{"train": time.Hour})
-	sc := &Scenario{Name: "deadlock", Cluster: Cluster{NodePools: []NodePool{gpuPool("gpu", 1, 4)}}, Workload: []Workload{w, late}}
+	late := Workload{Training: *wrappers.MakePT("late").Namespace("ml").Phase("train", 4).GPUs(1).Obj(), Arrival: metav1.Duration{Duration: 3 * time.Minute}, Runtimes: map[string]metav1.Duration{"train": {Duration: time.Hour}}}
+	sc := &Scenario{Name: "deadlock", Cluster: Cluster{NodePools: []NodePool{{Name: "gpu", Count: 1, Allocatable: wrappers.NodeResources("64", 4)}}}, Workload: []Workload{w, late}}
 	r := run(t, sc, PolicyPerPod)
 	if r.Metrics.Deadlocked == 0 {
 		t.Fatalf("no deadlock: %+v", r.Metrics)

@@ -33,6 +33,13 @@ func MakePT(name string) *PT {
 	}}
 }
 
+// NewPT starts a pipeline as a user applies it: namespace and name, nothing
+// else (the API server sets uid, generation and creation time; the
+// controller the status). The end-to-end tests create these.
+func NewPT(ns, name string) *PT {
+	return &PT{pt: &v1alpha1.PhasedTraining{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}}
+}
+
 // FromSpec wraps an existing object (copied).
 func FromSpec(pt *v1alpha1.PhasedTraining) *PT { return &PT{pt: pt.DeepCopy()} }
 
@@ -43,21 +50,22 @@ func (b *PT) lastContainer() *corev1.Container {
 	return &cs[len(cs)-1]
 }
 
-// Phase adds a phase with a gang of min workers and one container that
-// requests one CPU.
+// Phase adds a phase with a gang of min workers and the template
+// MakeTemplate("trainer:1") builds: one container that requests one CPU.
 func (b *PT) Phase(name string, min int32) *PT {
 	b.pt.Spec.Phases = append(b.pt.Spec.Phases, v1alpha1.Phase{
-		Name: name,
-		Gang: v1alpha1.Gang{Min: min},
-		Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
-			Containers: []corev1.Container{{
-				Name: "worker", Image: "trainer:1",
-				Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}},
-			}},
-		}},
+		Name:     name,
+		Gang:     v1alpha1.Gang{Min: min},
+		Template: MakeTemplate("trainer:1").Obj(),
 	})
 	return b
 }
+
+// PodTemplate replaces the last phase's pod template.
+func (b *PT) PodTemplate(t corev1.PodTemplateSpec) *PT { b.last().Template = t; return b }
+
+// With edits the last phase, for what no other method sets.
+func (b *PT) With(edit func(*v1alpha1.Phase)) *PT { edit(b.last()); return b }
 
 // Desired sets the last phase's desired gang size.
 func (b *PT) Desired(n int32) *PT { b.last().Gang.Desired = &n; return b }
@@ -70,7 +78,11 @@ func (b *PT) GPUs(n int64) *PT {
 // Resource sets a request (and, for extended resources, the equal limit
 // the API server demands) on the last phase's worker container.
 func (b *PT) Resource(name corev1.ResourceName, q resource.Quantity) *PT {
-	c := b.lastContainer()
+	setResource(b.lastContainer(), name, q)
+	return b
+}
+
+func setResource(c *corev1.Container, name corev1.ResourceName, q resource.Quantity) {
 	if c.Resources.Requests == nil {
 		c.Resources.Requests = corev1.ResourceList{}
 	}
@@ -81,7 +93,6 @@ func (b *PT) Resource(name corev1.ResourceName, q resource.Quantity) *PT {
 		}
 		c.Resources.Limits[name] = q
 	}
-	return b
 }
 
 // Resources replaces the requests and limits of the last phase's worker
@@ -154,6 +165,18 @@ func (b *PT) Queue(name string) *PT { b.pt.Spec.QueueName = name; return b }
 
 // Namespace moves the pipeline.
 func (b *PT) Namespace(ns string) *PT { b.pt.Namespace = ns; return b }
+
+// Annotation sets metadata.annotations[key].
+func (b *PT) Annotation(key, value string) *PT {
+	if b.pt.Annotations == nil {
+		b.pt.Annotations = map[string]string{}
+	}
+	b.pt.Annotations[key] = value
+	return b
+}
+
+// PodTTL sets spec.podTTLSecondsAfterFinished.
+func (b *PT) PodTTL(seconds int32) *PT { b.pt.Spec.PodTTLSecondsAfterFinished = &seconds; return b }
 
 // Created sets the creation time.
 func (b *PT) Created(t time.Time) *PT { b.pt.CreationTimestamp = metav1.NewTime(t); return b }

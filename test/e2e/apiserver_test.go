@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/phasegang/phasegang/apis/v1alpha1"
+	"github.com/phasegang/phasegang/internal/wrappers"
 )
 
 // apiOutage is how long TestAPIServerRestart keeps kube-apiserver down
@@ -41,7 +42,7 @@ func TestAPIServerRestart(t *testing.T) {
 	}
 	ns := namespace(t)
 	nodes(t, "pool-restart", 1, 8)
-	before := makePT(ns, "before").phase("work", 1, 1, worker("pool-restart", 1, 1, "")).create(t)
+	before := create(t, wrappers.NewPT(ns, "before").Phase("work", 1).PodTemplate(worker("pool-restart", 1, 1, "")).Obj())
 	start := time.Now()
 	waitState(t, before, v1alpha1.PipelineSucceeded, 30*time.Second)
 	t.Logf("before the outage: a pipeline ran in %s", time.Since(start).Round(100*time.Millisecond))
@@ -68,7 +69,7 @@ func TestAPIServerRestart(t *testing.T) {
 	restarted = true
 	back := time.Now()
 
-	after := makePT(ns, "after").phase("work", 1, 1, worker("pool-restart", 1, 1, "")).create(t)
+	after := create(t, wrappers.NewPT(ns, "after").Phase("work", 1).PodTemplate(worker("pool-restart", 1, 1, "")).Obj())
 	eventually(t, 60*time.Second, "the new pipeline's pod", func() (bool, error) {
 		return len(pods(t, ns, map[string]string{"phasegang.dev/pipeline": after.Name})) > 0, nil
 	})

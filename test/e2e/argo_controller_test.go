@@ -32,6 +32,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/phasegang/phasegang/apis/v1alpha1"
+	"github.com/phasegang/phasegang/internal/wrappers"
 )
 
 // argoEnv names the directory holding Argo Workflows' workflow-controller
@@ -182,13 +183,13 @@ func TestArgoWorkflowController(t *testing.T) {
 		// A pipeline whose worker needs 16 GPUs on 8-GPU nodes, through
 		// `phasegang argo template`: the step fails on Infeasible, the
 		// workflow fails, and the exit handler deletes the pipeline.
-		huge := makePT(ns, "huge").phase("train", 1, 1, corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+		huge := wrappers.NewPT(ns, "huge").Phase("train", 1).PodTemplate(corev1.PodTemplateSpec{Spec: corev1.PodSpec{
 			RestartPolicy: corev1.RestartPolicyNever,
 			Containers: []corev1.Container{{Name: "worker", Image: "trainer:e2e", Resources: corev1.ResourceRequirements{
 				Requests: corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("16")},
 				Limits:   corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("16")},
 			}}},
-		}}).pt
+		}}).Obj()
 		huge.TypeMeta = metav1.TypeMeta{APIVersion: v1alpha1.GroupVersion.String(), Kind: "PhasedTraining"}
 		spec, err := yaml.Marshal(huge)
 		if err != nil {

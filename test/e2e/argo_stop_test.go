@@ -19,6 +19,7 @@ import (
 
 	"github.com/phasegang/phasegang/apis/v1alpha1"
 	"github.com/phasegang/phasegang/cmd/phasegang/argo"
+	"github.com/phasegang/phasegang/internal/wrappers"
 )
 
 var argoVar = regexp.MustCompile(`\{\{\s*([^}\s]+)\s*\}\}`)
@@ -79,10 +80,10 @@ func TestArgoStepAndPipelineAgree(t *testing.T) {
 	huge.Spec.Containers[0].Resources.Requests["nvidia.com/gpu"] = resource.MustParse("16")
 	huge.Spec.Containers[0].Resources.Limits["nvidia.com/gpu"] = resource.MustParse("16")
 	specs := map[string]*v1alpha1.PhasedTraining{
-		"ok":    makePT(ns, "ok").phase("train", 1, 1, worker(pool, 1, 1, `{"loss": "0.2"}`)).with(func(p *v1alpha1.Phase) { p.Outputs = []string{"loss"} }).pt,
-		"bad":   makePT(ns, "bad").phase("train", 1, 1, failing).pt,
-		"never": makePT(ns, "never").phase("train", 1, 1, huge).pt,
-		"slow":  makePT(ns, "slow").phase("train", 1, 1, worker(pool, 1, 300, "")).pt,
+		"ok":    wrappers.NewPT(ns, "ok").Phase("train", 1).PodTemplate(worker(pool, 1, 1, `{"loss": "0.2"}`)).With(func(p *v1alpha1.Phase) { p.Outputs = []string{"loss"} }).Obj(),
+		"bad":   wrappers.NewPT(ns, "bad").Phase("train", 1).PodTemplate(failing).Obj(),
+		"never": wrappers.NewPT(ns, "never").Phase("train", 1).PodTemplate(huge).Obj(),
+		"slow":  wrappers.NewPT(ns, "slow").Phase("train", 1).PodTemplate(worker(pool, 1, 300, "")).Obj(),
 	}
 	want := map[string]v1alpha1.PipelineState{"ok": v1alpha1.PipelineSucceeded, "bad": v1alpha1.PipelineFailed,
 		"never": v1alpha1.PipelineInfeasible, "slow": v1alpha1.PipelineRunning}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/phasegang/phasegang/apis/v1alpha1"
 	"github.com/phasegang/phasegang/cmd/phasegang/argo"
+	"github.com/phasegang/phasegang/internal/wrappers"
 )
 
 // The success and failure conditions of the generated Argo resource step,
@@ -19,11 +20,11 @@ import (
 func TestArgoConditionsOnRealObjects(t *testing.T) {
 	ns := namespace(t)
 	nodes(t, "pool-argo", 1, 8)
-	ok := makePT(ns, "ok").phase("train", 2, 2, worker("pool-argo", 1, 2, "")).create(t)
+	ok := create(t, wrappers.NewPT(ns, "ok").Phase("train", 2).PodTemplate(worker("pool-argo", 1, 2, "")).Obj())
 	failing := worker("pool-argo", 1, 2, "")
 	failing.Annotations["phasegang.dev/sim-exit-code"] = "3"
-	bad := makePT(ns, "bad").phase("train", 2, 2, failing).create(t)
-	slow := makePT(ns, "slow").phase("train", 2, 2, worker("pool-argo", 1, 300, "")).create(t)
+	bad := create(t, wrappers.NewPT(ns, "bad").Phase("train", 2).PodTemplate(failing).Obj())
+	slow := create(t, wrappers.NewPT(ns, "slow").Phase("train", 2).PodTemplate(worker("pool-argo", 1, 300, "")).Obj())
 
 	cases := []struct {
 		pt                *v1alpha1.PhasedTraining

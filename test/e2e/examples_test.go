@@ -107,9 +107,7 @@ func TestMissingPriorityClass(t *testing.T) {
 	pool := "noclass"
 	nodes(t, pool, 1, 2)
 	class := fmt.Sprintf("e2e-missing-%d", time.Now().UnixNano()%100000)
-	b := makePT(ns, "noclass").phase("train", 1, 1, worker(pool, 1, 1, ""))
-	b.pt.Spec.PriorityClassName = class
-	pt := b.create(t)
+	pt := create(t, wrappers.NewPT(ns, "noclass").PriorityClass(class).Phase("train", 1).PodTemplate(worker(pool, 1, 1, "")).Obj())
 	wantMsg := driver.WaitingForClass(class)
 	eventually(t, 30*time.Second, "a Queued condition naming the class", func() (bool, error) {
 		got := get(t, pt)

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/phasegang/phasegang/apis/v1alpha1"
+	"github.com/phasegang/phasegang/internal/wrappers"
 )
 
 // A worker of a running gang preempted by a higher-priority pod breaks the
@@ -32,7 +33,7 @@ func TestPreemptedWorkerReleasesTheGang(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = k8s.Delete(context.Background(), pc) })
-	pt := makePT(ns, "train").phase("train", 2, 2, worker("pool-preempt", 4, 12, "")).create(t)
+	pt := create(t, wrappers.NewPT(ns, "train").Phase("train", 2).PodTemplate(worker("pool-preempt", 4, 12, "")).Obj())
 	waitState(t, pt, v1alpha1.PipelineRunning, 30*time.Second)
 
 	urgent := worker("pool-preempt", 4, 3, "")
@@ -84,8 +85,8 @@ func TestRefusedWorkerPodReleasesTheGang(t *testing.T) {
 	ns := namespace(t)
 	nodes(t, "pool-refuse", 1, 8)
 	denyWorker2(t, ns)
-	pt := makePT(ns, "train").phase("train", 4, 4, worker("pool-refuse", 1, 3, "")).
-		with(func(p *v1alpha1.Phase) { p.MaxRetries = 1 }).create(t)
+	pt := create(t, wrappers.NewPT(ns, "train").Phase("train", 4).PodTemplate(worker("pool-refuse", 1, 3, "")).
+		With(func(p *v1alpha1.Phase) { p.MaxRetries = 1 }).Obj())
 
 	var failed v1alpha1.PhaseStatus
 	eventually(t, 30*time.Second, "attempt 0 failed on the refused pod", func() (bool, error) {

@@ -30,6 +30,7 @@ import (
 
 	"github.com/phasegang/phasegang/apis/v1alpha1"
 	"github.com/phasegang/phasegang/controllers"
+	"github.com/phasegang/phasegang/internal/wrappers"
 )
 
 // The suite needs a running cluster: `make e2e` starts one with
@@ -321,55 +322,25 @@ func eventuallyEvent(t *testing.T, ns, reason, substr string) string {
 	return msg
 }
 
-// ptBuilder builds PhasedTrainings for tests.
-type ptBuilder struct{ pt *v1alpha1.PhasedTraining }
-
-func makePT(ns, name string) *ptBuilder {
-	return &ptBuilder{pt: &v1alpha1.PhasedTraining{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}}
-}
-
 // worker is a one-container worker template requesting gpus GPUs on pool,
 // "running" for seconds (kwok ends it), reporting the termination message.
 func worker(pool string, gpus, seconds int, message string) corev1.PodTemplateSpec {
-	ann := map[string]string{"phasegang.dev/sim-run-seconds": strconv.Itoa(seconds)}
+	b := wrappers.MakeTemplate("trainer:e2e").GPUs(int64(gpus)).
+		NodeSelector("pool", pool).Tolerate("kwok.x-k8s.io/node").
+		Annotation("phasegang.dev/sim-run-seconds", strconv.Itoa(seconds))
 	if message != "" {
-		ann["phasegang.dev/sim-termination-message"] = message
+		b.Annotation("phasegang.dev/sim-termination-message", message)
 	}
-	return corev1.PodTemplateSpec{
-		ObjectMeta: metav1.ObjectMeta{Annotations: ann},
-		Spec: corev1.PodSpec{
-			NodeSelector: map[string]string{"pool": pool},
-			Tolerations:  []corev1.Toleration{{Key: "kwok.x-k8s.io/node", Operator: corev1.TolerationOpExists}},
-			Containers: []corev1.Container{{
-				Name: "worker", Image: "trainer:e2e",
-				Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
-					"nvidia.com/gpu": *resource.NewQuantity(int64(gpus), resource.DecimalSI), "cpu": resource.MustParse("1"),
-				}, Limits: corev1.ResourceList{"nvidia.com/gpu": *resource.NewQuantity(int64(gpus), resource.DecimalSI)}},
-			}},
-		},
-	}
+	return b.Obj()
 }
 
-func (b *ptBuilder) phase(name string, min, desired int32, tmpl corev1.PodTemplateSpec, deps ...string) *ptBuilder {
-	p := v1alpha1.Phase{Name: name, DependsOn: deps, Gang: v1alpha1.Gang{Min: min}, Template: tmpl}
-	if desired != min {
-		p.Gang.Desired = &desired
-	}
-	b.pt.Spec.Phases = append(b.pt.Spec.Phases, p)
-	return b
-}
-
-func (b *ptBuilder) with(f func(p *v1alpha1.Phase)) *ptBuilder {
-	f(&b.pt.Spec.Phases[len(b.pt.Spec.Phases)-1])
-	return b
-}
-
-func (b *ptBuilder) create(t *testing.T) *v1alpha1.PhasedTraining {
+// create creates pt (built with wrappers.NewPT) and returns it.
+func create(t *testing.T, pt *v1alpha1.PhasedTraining) *v1alpha1.PhasedTraining {
 	t.Helper()
-	if err := k8s.Create(context.Background(), b.pt); err != nil {
-		t.Fatalf("creating %s: %v", b.pt.Name, err)
+	if err := k8s.Create(context.Background(), pt); err != nil {
+		t.Fatalf("creating %s: %v", pt.Name, err)
 	}
-	return b.pt
+	return pt
 }
 
 func get(t *testing.T, pt *v1alpha1.PhasedTraining) *v1alpha1.PhasedTraining {

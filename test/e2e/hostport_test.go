@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/phasegang/phasegang/apis/v1alpha1"
+	"github.com/phasegang/phasegang/internal/wrappers"
 )
 
 // Host ports are a per-node constraint the engine honours, as
@@ -29,8 +30,8 @@ func TestHostPortGangs(t *testing.T) {
 		tmpl.Spec.Containers[0].Ports = []corev1.ContainerPort{{Name: "metrics", ContainerPort: 9100, HostPort: 9100}}
 		return tmpl
 	}
-	four := makePT(ns, "four").phase("train", 4, 4, withPort()).create(t)
-	two := makePT(ns, "two").phase("train", 2, 2, withPort()).create(t)
+	four := create(t, wrappers.NewPT(ns, "four").Phase("train", 4).PodTemplate(withPort()).Obj())
+	two := create(t, wrappers.NewPT(ns, "two").Phase("train", 2).PodTemplate(withPort()).Obj())
 
 	var msg string
 	eventually(t, 20*time.Second, "the 4-worker gang Infeasible", func() (bool, error) {
@@ -77,8 +78,8 @@ func TestOneWorkerPerNodeGangs(t *testing.T) {
 		}}
 		return tmpl
 	}
-	three := makePT(ns, "three").phase("train", 3, 3, spread("three")).create(t)
-	two := makePT(ns, "two").phase("train", 2, 2, spread("two")).create(t)
+	three := create(t, wrappers.NewPT(ns, "three").Phase("train", 3).PodTemplate(spread("three")).Obj())
+	two := create(t, wrappers.NewPT(ns, "two").Phase("train", 2).PodTemplate(spread("two")).Obj())
 
 	var msg string
 	eventually(t, 20*time.Second, "the 3-worker gang Infeasible", func() (bool, error) {

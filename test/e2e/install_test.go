@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/phasegang/phasegang/apis/v1alpha1"
+	"github.com/phasegang/phasegang/internal/wrappers"
 )
 
 // installCRD is the documented CRD install command. TestMain runs it to
@@ -170,7 +171,7 @@ func TestInstallDocs(t *testing.T) {
 	// A PhasedTraining that an uninstall must not delete. Its pool has no
 	// nodes, so it only waits.
 	ns := namespace(t)
-	canary := makePT(ns, "canary").phase("train", 1, 1, worker("install-no-such-pool", 1, 60, "")).create(t)
+	canary := create(t, wrappers.NewPT(ns, "canary").Phase("train", 1).PodTemplate(worker("install-no-such-pool", 1, 60, "")).Obj())
 
 	for _, b := range all {
 		switch b.kind {

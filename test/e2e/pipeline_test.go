@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/phasegang/phasegang/apis/v1alpha1"
+	"github.com/phasegang/phasegang/internal/wrappers"
 )
 
 // (a) train → validate → test reaches Succeeded; each phase's pods run on
@@ -31,13 +32,12 @@ import (
 func TestTrainValidateTest(t *testing.T) {
 	ns := namespace(t)
 	nodes(t, "pool-a", 2, 8)
-	pt := makePT(ns, "pipeline").
-		phase("train", 8, 8, worker("pool-a", 1, 3, "")).
-		phase("validate", 2, 2, worker("pool-a", 1, 2, `{"accuracy": 0.93}`), "train").
-		with(func(p *v1alpha1.Phase) { p.Outputs = []string{"accuracy"} }).
-		phase("test", 1, 1, worker("pool-a", 1, 1, ""), "validate").
-		with(func(p *v1alpha1.Phase) { p.When = "float(phases.validate.outputs.accuracy) >= 0.9" }).
-		create(t)
+	pt := create(t, wrappers.NewPT(ns, "pipeline").
+		Phase("train", 8).PodTemplate(worker("pool-a", 1, 3, "")).
+		Phase("validate", 2).PodTemplate(worker("pool-a", 1, 2, `{"accuracy": 0.93}`)).DependsOn("train").
+		With(func(p *v1alpha1.Phase) { p.Outputs = []string{"accuracy"} }).
+		Phase("test", 1).PodTemplate(worker("pool-a", 1, 1, "")).DependsOn("validate").
+		With(func(p *v1alpha1.Phase) { p.When = "float(phases.validate.outputs.accuracy) >= 0.9" }).Obj())
 	// Watch reservations while it runs: never two phases at once. Watch
 	// the pipeline's Service too: which workers it publishes.
 	stop := make(chan struct{})
@@ -167,7 +167,7 @@ func TestSeedScenario(t *testing.T) {
 	nodes(t, "pool-b", 2, 4)
 	var pts []*v1alpha1.PhasedTraining
 	for i := range 6 {
-		pts = append(pts, makePT(ns, fmt.Sprintf("job-%d", i)).phase("train", 8, 8, worker("pool-b", 1, 2, "")).create(t))
+		pts = append(pts, create(t, wrappers.NewPT(ns, fmt.Sprintf("job-%d", i)).Phase("train", 8).PodTemplate(worker("pool-b", 1, 2, "")).Obj()))
 	}
 	// Sample: every Running phase holds a full gang, and the bound pods
 	// never exceed the 8 GPUs.
@@ -257,16 +257,16 @@ func TestElastic(t *testing.T) {
 	nodes(t, "pool-c-prep", 1, 8)
 	// The older pipeline: a short prep phase elsewhere, then a 4-GPU train
 	// on the elastic gang's node.
-	old := makePT(ns, "old").
-		phase("prep", 1, 1, worker("pool-c-prep", 1, 20, "")).
-		phase("train", 4, 4, worker("pool-c", 1, 25, ""), "prep").create(t)
+	old := create(t, wrappers.NewPT(ns, "old").
+		Phase("prep", 1).PodTemplate(worker("pool-c-prep", 1, 20, "")).
+		Phase("train", 4).PodTemplate(worker("pool-c", 1, 25, "")).DependsOn("prep").Obj())
 	time.Sleep(1100 * time.Millisecond) // a strictly younger creation time
-	blocker := makePT(ns, "blocker").phase("train", 5, 5, worker("pool-c", 1, 8, "")).create(t)
+	blocker := create(t, wrappers.NewPT(ns, "blocker").Phase("train", 5).PodTemplate(worker("pool-c", 1, 8, "")).Obj())
 	eventually(t, 30*time.Second, "blocker running", func() (bool, error) {
 		return get(t, blocker).Status.State == v1alpha1.PipelineRunning, nil
 	})
 	time.Sleep(1100 * time.Millisecond)
-	elastic := makePT(ns, "elastic").phase("train", 2, 8, worker("pool-c", 1, 40, "")).create(t)
+	elastic := create(t, wrappers.NewPT(ns, "elastic").Phase("train", 2).Desired(8).PodTemplate(worker("pool-c", 1, 40, "")).Obj())
 
 	granted := func() int {
 		for _, p := range get(t, elastic).Status.Phases {
@@ -311,9 +311,9 @@ func TestElastic(t *testing.T) {
 func TestControllerRestart(t *testing.T) {
 	ns := namespace(t)
 	nodes(t, "pool-d", 2, 4)
-	pt := makePT(ns, "survivor").
-		phase("train", 8, 8, worker("pool-d", 1, 12, "")).
-		phase("test", 2, 2, worker("pool-d", 1, 2, ""), "train").create(t)
+	pt := create(t, wrappers.NewPT(ns, "survivor").
+		Phase("train", 8).PodTemplate(worker("pool-d", 1, 12, "")).
+		Phase("test", 2).PodTemplate(worker("pool-d", 1, 2, "")).DependsOn("train").Obj())
 	var before []string
 	eventually(t, 30*time.Second, "train's 8 pods running", func() (bool, error) {
 		n := 0
@@ -353,7 +353,7 @@ func TestControllerRestart(t *testing.T) {
 func TestNodeDeleted(t *testing.T) {
 	ns := namespace(t)
 	nodes(t, "pool-e", 3, 4)
-	pt := makePT(ns, "moving").phase("train", 4, 4, worker("pool-e", 1, 15, "")).create(t)
+	pt := create(t, wrappers.NewPT(ns, "moving").Phase("train", 4).PodTemplate(worker("pool-e", 1, 15, "")).Obj())
 	var first string
 	eventually(t, 30*time.Second, "train reserved", func() (bool, error) {
 		ps := get(t, pt).Status.Phases
@@ -460,7 +460,7 @@ func TestInvalidSpecsRejected(t *testing.T) {
 func TestInfeasible(t *testing.T) {
 	ns := namespace(t)
 	nodes(t, "pool-g", 1, 8)
-	pt := makePT(ns, "huge").phase("train", 1, 1, worker("pool-g", 16, 5, "")).create(t)
+	pt := create(t, wrappers.NewPT(ns, "huge").Phase("train", 1).PodTemplate(worker("pool-g", 16, 5, "")).Obj())
 	var msg string
 	eventually(t, 20*time.Second, "condition Infeasible", func() (bool, error) {
 		cur := get(t, pt)

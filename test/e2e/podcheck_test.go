@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/phasegang/phasegang/apis/v1alpha1"
+	"github.com/phasegang/phasegang/internal/wrappers"
 )
 
 // A template the API server rejects (here a ValidatingAdmissionPolicy
@@ -69,10 +70,9 @@ func TestPodRejectedByAPIServer(t *testing.T) {
 
 	tmpl := worker("pool-deny", 1, 1, "")
 	tmpl.Labels = map[string]string{label: "yes"}
-	pt := makePT(ns, "denied").
-		phase("prep", 1, 1, worker("pool-deny", 1, 1, "")).
-		phase("train", 1, 1, tmpl, "prep").
-		create(t)
+	pt := create(t, wrappers.NewPT(ns, "denied").
+		Phase("prep", 1).PodTemplate(worker("pool-deny", 1, 1, "")).
+		Phase("train", 1).PodTemplate(tmpl).DependsOn("prep").Obj())
 	got := waitState(t, pt, v1alpha1.PipelineInvalid, 20*time.Second)
 	var msg string
 	for _, c := range got.Status.Conditions {

@@ -14,6 +14,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/phasegang/phasegang/internal/wrappers"
 )
 
 // With Kubernetes' gang API served (`make e2e` with
@@ -37,7 +39,7 @@ func TestPodGroupBindsTheGangWhole(t *testing.T) {
 	const hold = "e2e.phasegang.dev/hold"
 	tmpl := worker("pool-pg", 8, 3, "")
 	tmpl.Spec.SchedulingGates = []corev1.PodSchedulingGate{{Name: hold}}
-	pt := makePT(ns, "train").phase("train", 2, 2, tmpl).create(t)
+	pt := create(t, wrappers.NewPT(ns, "train").Phase("train", 2).PodTemplate(tmpl).Obj())
 
 	var group schedulingv1beta1.PodGroup
 	var node1 string

@@ -38,13 +38,13 @@ func TestPreemptionReclaimsBorrowedGangs(t *testing.T) {
 	createQueue(t, wrappers.MakeQueue(qb).Cohort(cohort).Nominal("nvidia.com/gpu", "4").
 		Reclaim(v1alpha1.PreemptAny).ReclaimGrace(2*time.Second).Obj())
 
-	a1 := makePT(ns, "team-a-1").queue(qa).phase("train", 4, 4, worker("pool-preempt", 1, 25, "")).create(t)
+	a1 := create(t, wrappers.NewPT(ns, "team-a-1").Queue(qa).Phase("train", 4).PodTemplate(worker("pool-preempt", 1, 25, "")).Obj())
 	waitState(t, a1, v1alpha1.PipelineRunning, 20*time.Second)
-	a2 := makePT(ns, "team-a-2").queue(qa).phase("train", 4, 4, worker("pool-preempt", 1, 25, "")).create(t)
+	a2 := create(t, wrappers.NewPT(ns, "team-a-2").Queue(qa).Phase("train", 4).PodTemplate(worker("pool-preempt", 1, 25, "")).Obj())
 	waitState(t, a2, v1alpha1.PipelineRunning, 20*time.Second)
 
 	submitted := time.Now()
-	b := makePT(ns, "team-b").queue(qb).phase("train", 4, 4, worker("pool-preempt", 1, 5, "")).create(t)
+	b := create(t, wrappers.NewPT(ns, "team-b").Queue(qb).Phase("train", 4).PodTemplate(worker("pool-preempt", 1, 5, "")).Obj())
 	sampleWholeGangs(t, ns, 8, 90*time.Second, func() bool {
 		return get(t, a1).Status.State == v1alpha1.PipelineSucceeded &&
 			get(t, a2).Status.State == v1alpha1.PipelineSucceeded &&
@@ -134,11 +134,9 @@ func TestPreemptionWithinQueue(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = k8s.Delete(ctx, pc) })
 
-	low := makePT(ns, "low").queue(q).phase("train", 4, 4, worker("pool-within", 1, 20, "")).create(t)
+	low := create(t, wrappers.NewPT(ns, "low").Queue(q).Phase("train", 4).PodTemplate(worker("pool-within", 1, 20, "")).Obj())
 	waitState(t, low, v1alpha1.PipelineRunning, 20*time.Second)
-	ub := makePT(ns, "urgent").queue(q).phase("train", 4, 4, worker("pool-within", 1, 3, ""))
-	ub.pt.Spec.PriorityClassName = pc.Name
-	urgent := ub.create(t)
+	urgent := create(t, wrappers.NewPT(ns, "urgent").Queue(q).PriorityClass(pc.Name).Phase("train", 4).PodTemplate(worker("pool-within", 1, 3, "")).Obj())
 	sampleWholeGangs(t, ns, 8, 90*time.Second, func() bool {
 		return get(t, low).Status.State == v1alpha1.PipelineSucceeded && get(t, urgent).Status.State == v1alpha1.PipelineSucceeded
 	})
@@ -221,11 +219,11 @@ func TestQueueCommand(t *testing.T) {
 	createQueue(t, wrappers.MakeQueue(qa).Cohort(cohort).Nominal("nvidia.com/gpu", "4").Obj())
 	createQueue(t, wrappers.MakeQueue(qb).Cohort(cohort).Nominal("nvidia.com/gpu", "4").
 		Reclaim(v1alpha1.PreemptAny).ReclaimGrace(time.Hour).Obj())
-	a1 := makePT(ns, "team-a-1").queue(qa).phase("train", 4, 4, worker("pool-qcmd", 1, 120, "")).create(t)
+	a1 := create(t, wrappers.NewPT(ns, "team-a-1").Queue(qa).Phase("train", 4).PodTemplate(worker("pool-qcmd", 1, 120, "")).Obj())
 	waitState(t, a1, v1alpha1.PipelineRunning, 20*time.Second)
-	a2 := makePT(ns, "team-a-2").queue(qa).phase("train", 4, 4, worker("pool-qcmd", 1, 120, "")).create(t)
+	a2 := create(t, wrappers.NewPT(ns, "team-a-2").Queue(qa).Phase("train", 4).PodTemplate(worker("pool-qcmd", 1, 120, "")).Obj())
 	waitState(t, a2, v1alpha1.PipelineRunning, 20*time.Second)
-	b := makePT(ns, "team-b").queue(qb).phase("train", 4, 4, worker("pool-qcmd", 1, 5, "")).create(t)
+	b := create(t, wrappers.NewPT(ns, "team-b").Queue(qb).Phase("train", 4).PodTemplate(worker("pool-qcmd", 1, 5, "")).Obj())
 	eventually(t, 20*time.Second, "team B's gang to wait for its queue", func() (bool, error) {
 		cur := get(t, b)
 		return len(cur.Status.Phases) > 0 && strings.HasPrefix(cur.Status.Phases[0].WaitingFor, "queue "), fmt.Errorf("%s", describe(cur))

@@ -18,6 +18,7 @@ import (
 
 	"github.com/phasegang/phasegang/apis/v1alpha1"
 	"github.com/phasegang/phasegang/driver"
+	"github.com/phasegang/phasegang/internal/wrappers"
 )
 
 var provisioningList = schema.GroupVersionKind{Group: driver.ProvisioningGroup, Version: driver.ProvisioningVersion, Kind: driver.ProvisioningKind + "List"}
@@ -53,7 +54,7 @@ func TestProvisioningRequestAddsNodes(t *testing.T) {
 
 	ns := namespace(t)
 	pool := "pool-autoscaled-" + ns[strings.LastIndex(ns, "-")+1:]
-	pt := makePT(ns, "grow").phase("train", 6, 6, worker(pool, 1, 3, "")).create(t)
+	pt := create(t, wrappers.NewPT(ns, "grow").Phase("train", 6).PodTemplate(worker(pool, 1, 3, "")).Obj())
 
 	// The request, for the gang's 6 workers, with a template of one.
 	var req unstructured.Unstructured

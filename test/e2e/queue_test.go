@@ -36,9 +36,6 @@ func getQueue(t *testing.T, name string) v1alpha1.TenantQueue {
 	return q
 }
 
-// queue sets spec.queueName.
-func (b *ptBuilder) queue(name string) *ptBuilder { b.pt.Spec.QueueName = name; return b }
-
 // Two queues of 4 GPUs each in one cohort. While team B's pipeline holds
 // its 4, team A's 8-worker gang waits for its queue (saying so with the
 // numbers), and no pod of it is created; once team B's ends, team A
@@ -52,9 +49,9 @@ func TestQueueBorrowsFromIdleCohort(t *testing.T) {
 	createQueue(t, wrappers.MakeQueue(qa).Cohort(cohort).Nominal("nvidia.com/gpu", "4").Obj())
 	createQueue(t, wrappers.MakeQueue(qb).Cohort(cohort).Nominal("nvidia.com/gpu", "4").Obj())
 
-	b := makePT(ns, "team-b").queue(qb).phase("train", 4, 4, worker("pool-queue", 1, 8, "")).create(t)
+	b := create(t, wrappers.NewPT(ns, "team-b").Queue(qb).Phase("train", 4).PodTemplate(worker("pool-queue", 1, 8, "")).Obj())
 	waitState(t, b, v1alpha1.PipelineRunning, 20*time.Second)
-	a := makePT(ns, "team-a").queue(qa).phase("train", 8, 8, worker("pool-queue", 1, 6, "")).create(t)
+	a := create(t, wrappers.NewPT(ns, "team-a").Queue(qa).Phase("train", 8).PodTemplate(worker("pool-queue", 1, 6, "")).Obj())
 	want := fmt.Sprintf("queue %s allows 4 more nvidia.com/gpu (nominal 4, 0 in use, with what cohort %s lends now); the gang needs 8", qa, cohort)
 	eventually(t, 20*time.Second, "team A's gang to wait for its queue", func() (bool, error) {
 		cur := get(t, a)

@@ -107,7 +107,7 @@ func TestQuotaWaitsThenRunsWhole(t *testing.T) {
 	if err := k8s.Create(context.Background(), other); err != nil {
 		t.Fatal(err)
 	}
-	pt := makePT(ns, "train").phase("train", 8, 8, worker("pool-quota", 1, 2, "")).create(t)
+	pt := create(t, wrappers.NewPT(ns, "train").Phase("train", 8).PodTemplate(worker("pool-quota", 1, 2, "")).Obj())
 	want := fmt.Sprintf("namespace %s's quota gpu-quota allows 4 more nvidia.com/gpu; the gang needs 8", ns)
 	eventually(t, 20*time.Second, "the gang to wait for the quota", func() (bool, error) {
 		cur := get(t, pt)
@@ -135,7 +135,7 @@ func TestQuotaInfeasible(t *testing.T) {
 	ns := namespace(t)
 	nodes(t, "pool-quota-inf", 1, 8)
 	createQuota(t, ns, "gpu-quota", 4)
-	pt := makePT(ns, "train").phase("train", 8, 8, worker("pool-quota-inf", 1, 2, "")).create(t)
+	pt := create(t, wrappers.NewPT(ns, "train").Phase("train", 8).PodTemplate(worker("pool-quota-inf", 1, 2, "")).Obj())
 	want := fmt.Sprintf("phase train can never fit: namespace %s's quota gpu-quota allows at most 4 nvidia.com/gpu (its hard limit); the gang needs 8 at once", ns)
 	eventually(t, 20*time.Second, "condition Infeasible naming the quota", func() (bool, error) {
 		cur := get(t, pt)
@@ -167,7 +167,7 @@ func TestQuotaRefusedPodIsInvalid(t *testing.T) {
 		err := k8s.Get(context.Background(), client.ObjectKeyFromObject(&rq), &cur)
 		return err == nil && cur.Status.Hard != nil, err
 	})
-	pt := makePT(ns, "train").phase("train", 1, 1, worker("pool-quota-ev", 1, 2, "")).create(t)
+	pt := create(t, wrappers.NewPT(ns, "train").Phase("train", 1).PodTemplate(worker("pool-quota-ev", 1, 2, "")).Obj())
 	var msg string
 	eventually(t, 30*time.Second, "condition Invalid with the API server's reason", func() (bool, error) {
 		cur := get(t, pt)

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/phasegang/phasegang/apis/v1alpha1"
+	"github.com/phasegang/phasegang/internal/wrappers"
 )
 
 // A pod phasegang does not manage names a granted node (spec.nodeName)
@@ -30,7 +31,7 @@ func TestUnmanagedPodTakesGrantedNode(t *testing.T) {
 	pool := nodes(t, "pool-race", 2, 8)
 	tmpl := worker("pool-race", 1, 2, "")
 	tmpl.Spec.SchedulingGates = []corev1.PodSchedulingGate{{Name: "e2e.phasegang.dev/hold"}}
-	pt := makePT(ns, "race").phase("train", 8, 8, tmpl).create(t)
+	pt := create(t, wrappers.NewPT(ns, "race").Phase("train", 8).PodTemplate(tmpl).Obj())
 
 	var granted string
 	eventually(t, 30*time.Second, "the gang granted on one node", func() (bool, error) {
@@ -113,7 +114,7 @@ func TestUnmanagedPodDisplacesGang(t *testing.T) {
 	nodes(t, "pool-displace", 1, 8)
 	tmpl := worker("pool-displace", 1, 2, "")
 	tmpl.Spec.SchedulingGates = []corev1.PodSchedulingGate{{Name: "e2e.phasegang.dev/hold"}}
-	pt := makePT(ns, "displaced").phase("train", 8, 8, tmpl).create(t)
+	pt := create(t, wrappers.NewPT(ns, "displaced").Phase("train", 8).PodTemplate(tmpl).Obj())
 	eventually(t, 30*time.Second, "the gang granted", func() (bool, error) {
 		cur := get(t, pt)
 		return len(cur.Status.Phases) > 0 && cur.Status.Phases[0].Workers.Granted == 8, fmt.Errorf("%s", describe(cur))
@@ -209,9 +210,9 @@ func TestRefusedWorkerMovesOnce(t *testing.T) {
 		}}
 		return tmpl
 	}
-	first := makePT(ns, "first").phase("train", 2, 2, apart(8)).create(t)
+	first := create(t, wrappers.NewPT(ns, "first").Phase("train", 2).PodTemplate(apart(8)).Obj())
 	waitState(t, first, v1alpha1.PipelineRunning, 30*time.Second)
-	second := makePT(ns, "second").phase("train", 1, 1, apart(1)).create(t)
+	second := create(t, wrappers.NewPT(ns, "second").Phase("train", 1).PodTemplate(apart(1)).Obj())
 
 	var history []v1alpha1.PhaseEvent
 	eventually(t, 20*time.Second, "the refused worker moved once, then left where it is", func() (bool, error) {

@@ -114,8 +114,7 @@ func TestRealSeedDeadlock(t *testing.T) {
 	start := time.Now()
 	var pts []*v1alpha1.PhasedTraining
 	for _, j := range jobs {
-		pts = append(pts, makePT(ns, "job-"+j).phase("train", 4, 4,
-			trainer(1, realDir(t, ns, "job-"+j), map[string]string{"TRAINER_ROUNDS": "5"})).create(t))
+		pts = append(pts, create(t, wrappers.NewPT(ns, "job-"+j).Phase("train", 4).PodTemplate(trainer(1, realDir(t, ns, "job-"+j), map[string]string{"TRAINER_ROUNDS": "5"})).Obj()))
 	}
 	type span struct {
 		name     string
@@ -177,13 +176,12 @@ func TestRealTrainValidateTest(t *testing.T) {
 	ns := namespace(t)
 	build := func(name, accuracy string) *v1alpha1.PhasedTraining {
 		dir := realDir(t, ns, name)
-		return makePT(ns, name).
-			phase("train", 2, 2, trainer(1, dir, map[string]string{"TRAINER_ACCURACY": accuracy})).
-			phase("validate", 1, 1, trainer(1, dir, map[string]string{"TRAINER_MODE": "validate"}), "train").
-			with(func(p *v1alpha1.Phase) { p.Outputs = []string{"accuracy", "loss"} }).
-			phase("test", 1, 1, trainer(1, dir, map[string]string{"TRAINER_MODE": "validate"}), "validate").
-			with(func(p *v1alpha1.Phase) { p.When = "float(phases.validate.outputs.accuracy) >= 0.8" }).
-			create(t)
+		return create(t, wrappers.NewPT(ns, name).
+			Phase("train", 2).PodTemplate(trainer(1, dir, map[string]string{"TRAINER_ACCURACY": accuracy})).
+			Phase("validate", 1).PodTemplate(trainer(1, dir, map[string]string{"TRAINER_MODE": "validate"})).DependsOn("train").
+			With(func(p *v1alpha1.Phase) { p.Outputs = []string{"accuracy", "loss"} }).
+			Phase("test", 1).PodTemplate(trainer(1, dir, map[string]string{"TRAINER_MODE": "validate"})).DependsOn("validate").
+			With(func(p *v1alpha1.Phase) { p.When = "float(phases.validate.outputs.accuracy) >= 0.8" }).Obj())
 	}
 	good, poor := build("good", "0.91"), build("poor", "0.42")
 	for _, c := range []struct {
@@ -219,9 +217,9 @@ func TestRealWorkerCrashFailsTheGang(t *testing.T) {
 	realNode(t)
 	ns := namespace(t)
 	dir := realDir(t, ns, "crash")
-	pt := makePT(ns, "crash").phase("train", 3, 3, trainer(1, dir, map[string]string{
+	pt := create(t, wrappers.NewPT(ns, "crash").Phase("train", 3).PodTemplate(trainer(1, dir, map[string]string{
 		"TRAINER_FAIL_RANK": "1", "TRAINER_FAIL_ROUND": "2", "TRAINER_ROUNDS": "4",
-	})).with(func(p *v1alpha1.Phase) { p.MaxRetries = 1 }).create(t)
+	})).With(func(p *v1alpha1.Phase) { p.MaxRetries = 1 }).Obj())
 	done := waitState(t, pt, v1alpha1.PipelineSucceeded, 2*time.Minute)
 	ps := done.Status.Phases[len(done.Status.Phases)-1]
 	if ps.Attempt != 1 {
@@ -250,10 +248,10 @@ func TestRealImageNeverPullIsStarting(t *testing.T) {
 	ns := namespace(t)
 	tmpl := trainer(1, realDir(t, ns, "noimage"), nil)
 	tmpl.Spec.Containers[0].Image = "phasegang.test/no-such-image:dev"
-	pt := makePT(ns, "noimage").phase("train", 2, 2, tmpl).with(func(p *v1alpha1.Phase) {
+	pt := create(t, wrappers.NewPT(ns, "noimage").Phase("train", 2).PodTemplate(tmpl).With(func(p *v1alpha1.Phase) {
 		p.StartTimeout = &metav1.Duration{Duration: 5 * time.Second}
 		p.StartBackoffLimit = new(int32(1))
-	}).create(t)
+	}).Obj())
 	var msg string
 	eventually(t, 60*time.Second, "Starting with the kubelet's ErrImageNeverPull", func() (bool, error) {
 		cur := get(t, pt)
@@ -288,8 +286,8 @@ func TestRealPreemptionSIGTERM(t *testing.T) {
 	createQueue(t, wrappers.MakeQueue(qb).Cohort(cohort).Nominal("nvidia.com/gpu", "2").
 		Reclaim(v1alpha1.PreemptAny).ReclaimGrace(2*time.Second).Obj())
 	dirA := realDir(t, ns, "team-a")
-	a := makePT(ns, "team-a").queue(qa).phase("train", 4, 4, trainer(1, dirA, map[string]string{
-		"TRAINER_ROUNDS": "30", "TRAINER_ROUND_SECONDS": "0.5"})).create(t)
+	a := create(t, wrappers.NewPT(ns, "team-a").Queue(qa).Phase("train", 4).PodTemplate(trainer(1, dirA, map[string]string{
+		"TRAINER_ROUNDS": "30", "TRAINER_ROUND_SECONDS": "0.5"})).Obj())
 	eventually(t, 60*time.Second, "team A's gang training", func() (bool, error) {
 		logs := startedLogs(t, ns, ptLabels("team-a", "train"))
 		n := 0
@@ -300,8 +298,7 @@ func TestRealPreemptionSIGTERM(t *testing.T) {
 		}
 		return n == 4, fmt.Errorf("%d of 4 ranks past round 2", n)
 	})
-	b := makePT(ns, "team-b").queue(qb).phase("train", 2, 2,
-		trainer(1, realDir(t, ns, "team-b"), nil)).create(t)
+	b := create(t, wrappers.NewPT(ns, "team-b").Queue(qb).Phase("train", 2).PodTemplate(trainer(1, realDir(t, ns, "team-b"), nil)).Obj())
 	waitState(t, b, v1alpha1.PipelineSucceeded, 2*time.Minute)
 	got := markers(t, dirA)
 	if strings.Join(got, ",") != "sigterm-train-0,sigterm-train-1,sigterm-train-2,sigterm-train-3" {
@@ -336,8 +333,8 @@ func TestRealPreemptionSIGTERM(t *testing.T) {
 func TestRealPeersResolveByDNS(t *testing.T) {
 	realNode(t)
 	ns := namespace(t)
-	pt := makePT(ns, "dns").phase("train", 4, 4, trainer(1, realDir(t, ns, "dns"),
-		map[string]string{"TRAINER_RESOLVE_PEERS": "1"})).create(t)
+	pt := create(t, wrappers.NewPT(ns, "dns").Phase("train", 4).PodTemplate(trainer(1, realDir(t, ns, "dns"),
+		map[string]string{"TRAINER_RESOLVE_PEERS": "1"})).Obj())
 	waitState(t, pt, v1alpha1.PipelineSucceeded, 2*time.Minute)
 	re := regexp.MustCompile(`resolved (\S+) to (\S+) after ([0-9]+)ms \(([0-9]+) tries\)`)
 	var worst, worstTries int
@@ -371,8 +368,8 @@ func TestRealGPUsAreDistinct(t *testing.T) {
 	realNode(t)
 	ns := namespace(t)
 	long := map[string]string{"TRAINER_ROUNDS": "10", "TRAINER_ROUND_SECONDS": "0.5"}
-	two := makePT(ns, "two").phase("train", 1, 1, trainer(2, realDir(t, ns, "two"), long)).create(t)
-	ones := makePT(ns, "ones").phase("train", 2, 2, trainer(1, realDir(t, ns, "ones"), long)).create(t)
+	two := create(t, wrappers.NewPT(ns, "two").Phase("train", 1).PodTemplate(trainer(2, realDir(t, ns, "two"), long)).Obj())
+	ones := create(t, wrappers.NewPT(ns, "ones").Phase("train", 2).PodTemplate(trainer(1, realDir(t, ns, "ones"), long)).Obj())
 	waitState(t, two, v1alpha1.PipelineSucceeded, 2*time.Minute)
 	waitState(t, ones, v1alpha1.PipelineSucceeded, 2*time.Minute)
 

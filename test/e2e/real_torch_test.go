@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/phasegang/phasegang/apis/v1alpha1"
+	"github.com/phasegang/phasegang/internal/wrappers"
 )
 
 // A real PyTorch pipeline (make e2e-torch): train is torch.distributed DDP
@@ -48,13 +49,13 @@ func TestRealPyTorch(t *testing.T) {
 			ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "ddp"}}}})
 		return tmpl
 	}
-	pt := makePT(ns, "ddp").
-		phase("train", 2, 2, torch("train")).with(func(p *v1alpha1.Phase) { p.Outputs = []string{"loss", "in_sync", "world"} }).
-		phase("validate", 1, 1, torch("validate"), "train").with(func(p *v1alpha1.Phase) { p.Outputs = []string{"accuracy"} }).
-		phase("test", 1, 1, torch("test"), "validate").with(func(p *v1alpha1.Phase) {
+	pt := create(t, wrappers.NewPT(ns, "ddp").
+		Phase("train", 2).PodTemplate(torch("train")).With(func(p *v1alpha1.Phase) { p.Outputs = []string{"loss", "in_sync", "world"} }).
+		Phase("validate", 1).PodTemplate(torch("validate")).DependsOn("train").With(func(p *v1alpha1.Phase) { p.Outputs = []string{"accuracy"} }).
+		Phase("test", 1).PodTemplate(torch("test")).DependsOn("validate").With(func(p *v1alpha1.Phase) {
 		p.When = "float(phases.validate.outputs.accuracy) >= 0.9"
 		p.Outputs = []string{"accuracy"}
-	}).create(t)
+	}).Obj())
 	start := time.Now()
 	done := waitState(t, pt, v1alpha1.PipelineSucceeded, 5*time.Minute)
 	t.Logf("ddp Succeeded %.1f s after apply", time.Since(start).Seconds())

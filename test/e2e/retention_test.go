@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/phasegang/phasegang/apis/v1alpha1"
+	"github.com/phasegang/phasegang/internal/wrappers"
 )
 
 // spec.podTTLSecondsAfterFinished: the finished pipeline's pods are kept
@@ -18,10 +19,8 @@ func TestPodTTLAfterFinished(t *testing.T) {
 	pool := "pool-ttl"
 	nodes(t, pool, 1, 4)
 	ttl := int32(3)
-	b := makePT(ns, "ttl").phase("train", 2, 2, worker(pool, 1, 1, ""))
-	b.pt.Spec.PodTTLSecondsAfterFinished = &ttl
-	withTTL := b.create(t)
-	kept := makePT(ns, "kept").phase("train", 2, 2, worker(pool, 1, 1, "")).create(t)
+	withTTL := create(t, wrappers.NewPT(ns, "ttl").PodTTL(ttl).Phase("train", 2).PodTemplate(worker(pool, 1, 1, "")).Obj())
+	kept := create(t, wrappers.NewPT(ns, "kept").Phase("train", 2).PodTemplate(worker(pool, 1, 1, "")).Obj())
 	waitState(t, withTTL, v1alpha1.PipelineSucceeded, 30*time.Second)
 	done := time.Now()
 	waitState(t, kept, v1alpha1.PipelineSucceeded, 30*time.Second)

@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/phasegang/phasegang/apis/v1alpha1"
+	"github.com/phasegang/phasegang/internal/wrappers"
 )
 
 // A gang whose pods cannot start (they mount a PersistentVolumeClaim that
@@ -29,10 +30,10 @@ func TestMissingVolumeIsStartingNotRunning(t *testing.T) {
 	tmpl.Spec.Volumes = []corev1.Volume{{Name: "ckpt", VolumeSource: corev1.VolumeSource{
 		PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "no-such-claim"}}}}
 	tmpl.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "ckpt", MountPath: "/ckpt"}}
-	pt := makePT(ns, "train").phase("train", 2, 2, tmpl).with(func(p *v1alpha1.Phase) {
+	pt := create(t, wrappers.NewPT(ns, "train").Phase("train", 2).PodTemplate(tmpl).With(func(p *v1alpha1.Phase) {
 		p.StartTimeout = &metav1.Duration{Duration: 3 * time.Second}
 		p.StartBackoffLimit = new(int32(1))
-	}).create(t)
+	}).Obj())
 
 	var msg, waiting string
 	eventually(t, 30*time.Second, "Starting with kube-scheduler's reason", func() (bool, error) {

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/phasegang/phasegang/apis/v1alpha1"
+	"github.com/phasegang/phasegang/internal/wrappers"
 	"github.com/phasegang/phasegang/tracing/jaeger"
 )
 
@@ -65,14 +66,12 @@ func TestTracing(t *testing.T) {
 
 	ns := namespace(t)
 	nodes(t, "pool-h", 2, 4)
-	b := makePT(ns, "traced").
-		phase("train", 2, 4, worker("pool-h", 1, 3, "")).
-		phase("validate", 2, 2, worker("pool-h", 1, 10, `{"accuracy": 0.95}`), "train").
-		with(func(p *v1alpha1.Phase) { p.Outputs = []string{"accuracy"} }).
-		phase("test", 1, 1, worker("pool-h", 1, 1, ""), "validate").
-		with(func(p *v1alpha1.Phase) { p.When = "float(phases.validate.outputs.accuracy) >= 0.9" })
-	b.pt.Annotations = map[string]string{"phasegang.dev/traceparent": traceparent}
-	pt := b.create(t)
+	pt := create(t, wrappers.NewPT(ns, "traced").Annotation("phasegang.dev/traceparent", traceparent).
+		Phase("train", 2).Desired(4).PodTemplate(worker("pool-h", 1, 3, "")).
+		Phase("validate", 2).PodTemplate(worker("pool-h", 1, 10, `{"accuracy": 0.95}`)).DependsOn("train").
+		With(func(p *v1alpha1.Phase) { p.Outputs = []string{"accuracy"} }).
+		Phase("test", 1).PodTemplate(worker("pool-h", 1, 1, "")).DependsOn("validate").
+		With(func(p *v1alpha1.Phase) { p.When = "float(phases.validate.outputs.accuracy) >= 0.9" }).Obj())
 	start := time.Now()
 
 	// SIGKILL the controller while validate runs, and start it again.

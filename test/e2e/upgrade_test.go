@@ -14,6 +14,7 @@ import (
 
 	"github.com/phasegang/phasegang/apis/v1alpha1"
 	"github.com/phasegang/phasegang/driver"
+	"github.com/phasegang/phasegang/internal/wrappers"
 )
 
 // A pipeline whose headless Service an earlier phasegang created with a
@@ -26,7 +27,7 @@ func TestUpgradeDropsServiceSelector(t *testing.T) {
 	ns := namespace(t)
 	// No node of the pool yet: the pipeline waits, so the old Service is
 	// in place before its first phase runs.
-	pt := makePT(ns, "old").phase("train", 2, 2, worker("pool-upgrade", 1, 2, "")).create(t)
+	pt := create(t, wrappers.NewPT(ns, "old").Phase("train", 2).PodTemplate(worker("pool-upgrade", 1, 2, "")).Obj())
 	svc := driver.BuildService(pt)
 	svc.Spec.Selector = map[string]string{driver.LabelPipeline: pt.Name}
 	if err := k8s.Create(ctx, svc); err != nil {
