@@ -1,13 +1,16 @@
-package engine
+package engine_test
 
 import (
 	"maps"
 	"testing"
 	"time"
+
+	"github.com/phasegang/phasegang/engine"
+	"github.com/phasegang/phasegang/internal/wrappers"
 )
 
 // sizes maps each reserved gang's pipeline to its granted size.
-func sizes(plan Plan) map[string]int {
+func sizes(plan engine.Plan) map[string]int {
 	out := map[string]int{}
 	for _, r := range plan.Reserves {
 		out[r.Gang.Pipeline] = len(r.Workers)
@@ -16,30 +19,30 @@ func sizes(plan Plan) map[string]int {
 }
 
 func TestElasticGangStartsAtMinOnlyWithCapacityTheWalkLeavesIdle(t *testing.T) {
-	nodes := []Node{gpuNode("a", 8)}
+	nodes := []engine.Node{wrappers.EngineNode("a", 8)}
 	cases := map[string]struct {
-		queue []Request
+		queue []engine.Request
 		want  map[string]int
 	}{
 		"it fits at desired: full width": {
-			queue: []Request{req("old", 2, 8, 0), req("young", 4, 4, 1)},
+			queue: []engine.Request{wrappers.Gang("old", 2, 8, 0), wrappers.Gang("young", 4, 4, 1)},
 			want:  map[string]int{"ns/old": 8},
 		},
 		"a younger gang fits at full width where it would only fit at min": {
 			// 6 of 8 GPUs free: old (2..8) does not fit whole; young (4)
 			// does, and old takes what is left (2).
-			queue: []Request{req("old", 2, 8, 0), req("young", 4, 4, 1), req("filler", 2, 2, -10)},
+			queue: []engine.Request{wrappers.Gang("old", 2, 8, 0), wrappers.Gang("young", 4, 4, 1), wrappers.Gang("filler", 2, 2, -10)},
 			want:  map[string]int{"ns/filler": 2, "ns/young": 4, "ns/old": 2},
 		},
 		"nothing younger wants it: as much as fits": {
-			queue: []Request{req("old", 2, 8, 0), req("filler", 3, 3, -10)},
+			queue: []engine.Request{wrappers.Gang("old", 2, 8, 0), wrappers.Gang("filler", 3, 3, -10)},
 			want:  map[string]int{"ns/filler": 3, "ns/old": 5},
 		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			cfg := Config{StarvationBound: time.Hour}
-			plan := Schedule(cfg, Snapshot{Now: t0.Add(2 * time.Minute), Nodes: nodes, Queue: tc.queue})
+			cfg := engine.Config{StarvationBound: time.Hour}
+			plan := engine.Schedule(cfg, engine.Snapshot{Now: Epoch.Add(2 * time.Minute), Nodes: nodes, Queue: tc.queue})
 			if got := sizes(plan); !maps.Equal(got, tc.want) {
 				t.Errorf("granted sizes %v, want %v", got, tc.want)
 			}
@@ -51,10 +54,10 @@ func TestStarvingDeferredGangIsNotOvertaken(t *testing.T) {
 	// 4 of 8 GPUs are taken by a pod no grant covers. old (2..8) has
 	// waited past its starvation bound: deferred, it fences the node, so
 	// young (4) may not take the 4 free GPUs; old gets them.
-	nodes := []Node{gpuNode("a", 8)}
-	nodes[0].Used = ResourceList{gpu: Milli(4)}
-	cfg := Config{StarvationBound: 10 * time.Minute}
-	plan := Schedule(cfg, Snapshot{Now: t0.Add(30 * time.Minute), Nodes: nodes, Queue: []Request{req("old", 2, 8, 0), req("young", 4, 4, 1)}})
+	nodes := []engine.Node{wrappers.EngineNode("a", 8)}
+	nodes[0].Used = engine.ResourceList{wrappers.GPU: engine.Milli(4)}
+	cfg := engine.Config{StarvationBound: 10 * time.Minute}
+	plan := engine.Schedule(cfg, engine.Snapshot{Now: Epoch.Add(30 * time.Minute), Nodes: nodes, Queue: []engine.Request{wrappers.Gang("old", 2, 8, 0), wrappers.Gang("young", 4, 4, 1)}})
 	if got, want := sizes(plan), map[string]int{"ns/old": 4}; !maps.Equal(got, want) {
 		t.Errorf("granted sizes %v, want %v", got, want)
 	}
@@ -63,14 +66,14 @@ func TestStarvingDeferredGangIsNotOvertaken(t *testing.T) {
 	}
 	// Within its bound, the same old gang is overtaken: the documented
 	// trade-off.
-	plan = Schedule(cfg, Snapshot{Now: t0.Add(5 * time.Minute), Nodes: nodes, Queue: []Request{req("old", 2, 8, 0), req("young", 4, 4, 1)}})
+	plan = engine.Schedule(cfg, engine.Snapshot{Now: Epoch.Add(5 * time.Minute), Nodes: nodes, Queue: []engine.Request{wrappers.Gang("old", 2, 8, 0), wrappers.Gang("young", 4, 4, 1)}})
 	if got, want := sizes(plan), map[string]int{"ns/young": 4}; !maps.Equal(got, want) {
 		t.Errorf("within the bound: granted sizes %v, want %v", got, want)
 	}
 }
 
 // grows maps each grown gang's pipeline to the workers it gained.
-func grows(plan Plan) map[string]int {
+func grows(plan engine.Plan) map[string]int {
 	out := map[string]int{}
 	for _, g := range plan.Grows {
 		out[g.Gang.Pipeline] += len(g.Workers)
@@ -81,35 +84,35 @@ func grows(plan Plan) map[string]int {
 func TestDeferredGangAtASmallShareLetsOlderGangsGrowFirst(t *testing.T) {
 	// One 8-GPU node: old (2..8) runs with 4 workers and a rigid gang
 	// holds 2, so 2 GPUs are free.
-	nodes := []Node{gpuNode("a", 8)}
-	ledger := func() []Grant {
-		return []Grant{
-			{Request: req("old", 2, 8, 0), Workers: []string{"a", "a", "a", "a"}},
-			{Request: req("rigid", 2, 2, 1), Workers: []string{"a", "a"}},
+	nodes := []engine.Node{wrappers.EngineNode("a", 8)}
+	ledger := func() []engine.Grant {
+		return []engine.Grant{
+			{Request: wrappers.Gang("old", 2, 8, 0), Workers: []string{"a", "a", "a", "a"}},
+			{Request: wrappers.Gang("rigid", 2, 2, 1), Workers: []string{"a", "a"}},
 		}
 	}
 	cases := map[string]struct {
-		young             Request
+		young             engine.Request
 		now               time.Duration
 		wantRes, wantGrow map[string]int
 	}{
 		"2 of 16 is less than a quarter: old grows into the 2 GPUs": {
-			young: req("young", 2, 16, 5), now: 6 * time.Minute,
+			young: wrappers.Gang("young", 2, 16, 5), now: 6 * time.Minute,
 			wantRes: map[string]int{}, wantGrow: map[string]int{"ns/old": 2},
 		},
 		"past its starvation bound too": {
-			young: req("young", 2, 16, 5), now: time.Hour,
+			young: wrappers.Gang("young", 2, 16, 5), now: time.Hour,
 			wantRes: map[string]int{}, wantGrow: map[string]int{"ns/old": 2},
 		},
 		"2 of 8 is a quarter: young starts at once, as before": {
-			young: req("young", 2, 8, 5), now: 6 * time.Minute,
+			young: wrappers.Gang("young", 2, 8, 5), now: 6 * time.Minute,
 			wantRes: map[string]int{"ns/young": 2}, wantGrow: map[string]int{},
 		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			cfg := Config{StarvationBound: 10 * time.Minute}
-			plan := Schedule(cfg, Snapshot{Now: t0.Add(tc.now), Nodes: nodes, Ledger: ledger(), Queue: []Request{tc.young}})
+			cfg := engine.Config{StarvationBound: 10 * time.Minute}
+			plan := engine.Schedule(cfg, engine.Snapshot{Now: Epoch.Add(tc.now), Nodes: nodes, Ledger: ledger(), Queue: []engine.Request{tc.young}})
 			if got := sizes(plan); !maps.Equal(got, tc.wantRes) {
 				t.Errorf("reserved %v, want %v", got, tc.wantRes)
 			}
@@ -122,8 +125,8 @@ func TestDeferredGangAtASmallShareLetsOlderGangsGrowFirst(t *testing.T) {
 	// A gang younger than the deferred one does not grow first: young
 	// (2..16) takes the 2 free GPUs, ahead of younger's growth.
 	l := ledger()
-	l[0].Request = req("younger", 2, 8, 9)
-	plan := Schedule(Config{StarvationBound: 10 * time.Minute}, Snapshot{Now: t0.Add(10 * time.Minute), Nodes: nodes, Ledger: l, Queue: []Request{req("young", 2, 16, 5)}})
+	l[0].Request = wrappers.Gang("younger", 2, 8, 9)
+	plan := engine.Schedule(engine.Config{StarvationBound: 10 * time.Minute}, engine.Snapshot{Now: Epoch.Add(10 * time.Minute), Nodes: nodes, Ledger: l, Queue: []engine.Request{wrappers.Gang("young", 2, 16, 5)}})
 	if got, want := sizes(plan), map[string]int{"ns/young": 2}; !maps.Equal(got, want) {
 		t.Errorf("with a younger running gang: reserved %v, want %v", got, want)
 	}
@@ -135,17 +138,17 @@ func TestDeferredGangAtASmallShareLetsOlderGangsGrowFirst(t *testing.T) {
 func TestSmallGangYieldsAnEmptyNodeToAYoungerWholeNodeGang(t *testing.T) {
 	// old's validate (one GPU) comes first by age; young's train is two
 	// workers of a whole node each, and only nodes a and b are empty.
-	validate := req("old", 1, 1, 0)
+	validate := wrappers.Gang("old", 1, 1, 0)
 	validate.Gang.Phase = "validate"
-	train := req("young", 2, 2, 5)
-	train.Footprint = ResourceList{gpu: Milli(8)}
-	nodes := func(cFree int64) []Node {
-		ns := []Node{gpuNode("a", 8), gpuNode("b", 8), gpuNode("c", 8)}
-		ns[2].Used = ResourceList{gpu: Milli(8 - cFree)}
+	train := wrappers.Gang("young", 2, 2, 5)
+	train.Footprint = engine.ResourceList{wrappers.GPU: engine.Milli(8)}
+	nodes := func(cFree int64) []engine.Node {
+		ns := []engine.Node{wrappers.EngineNode("a", 8), wrappers.EngineNode("b", 8), wrappers.EngineNode("c", 8)}
+		ns[2].Used = engine.ResourceList{wrappers.GPU: engine.Milli(8 - cFree)}
 		return ns
 	}
 	cases := map[string]struct {
-		cfg     Config
+		cfg     engine.Config
 		cFree   int64
 		now     time.Duration
 		elastic bool // young's train is 1..2 workers
@@ -153,35 +156,35 @@ func TestSmallGangYieldsAnEmptyNodeToAYoungerWholeNodeGang(t *testing.T) {
 		oldOn   string // the node old's validate gets, if checked
 	}{
 		"within its bound, the validate yields": {
-			cfg: Config{StarvationBound: 10 * time.Minute}, now: 6 * time.Minute,
+			cfg: engine.Config{StarvationBound: 10 * time.Minute}, now: 6 * time.Minute,
 			want: map[string]int{"ns/young": 2},
 		},
 		"past its bound, it does not": {
-			cfg: Config{StarvationBound: 10 * time.Minute}, now: time.Hour,
+			cfg: engine.Config{StarvationBound: 10 * time.Minute}, now: time.Hour,
 			want: map[string]int{"ns/old": 1},
 		},
 		"with room on a used node it goes there and nobody waits": {
-			cfg: Config{StarvationBound: 10 * time.Minute}, cFree: 1, now: 6 * time.Minute,
+			cfg: engine.Config{StarvationBound: 10 * time.Minute}, cFree: 1, now: 6 * time.Minute,
 			want: map[string]int{"ns/old": 1, "ns/young": 2},
 		},
 		"the yield turned off (the per-pod baseline)": {
-			cfg: Config{StarvationBound: 10 * time.Minute, NoWholeNodeYield: true}, now: 6 * time.Minute,
+			cfg: engine.Config{StarvationBound: 10 * time.Minute, NoWholeNodeYield: true}, now: 6 * time.Minute,
 			want: map[string]int{"ns/old": 1},
 		},
 		"an elastic train that fits at min without the node still gets it": {
 			// young (1..2) fits at min on b alone; without the yield it
 			// would run one worker short while the validate held a.
-			cfg: Config{StarvationBound: 10 * time.Minute}, now: 6 * time.Minute, elastic: true,
+			cfg: engine.Config{StarvationBound: 10 * time.Minute}, now: 6 * time.Minute, elastic: true,
 			want: map[string]int{"ns/young": 2},
 		},
 		"a rigid train with an empty node to spare does not make it wait": {
 			// c is empty too: young fits on b and c, and a node more is of
 			// no use to a rigid gang, so the validate takes a at once.
-			cfg: Config{StarvationBound: 10 * time.Minute}, cFree: 8, now: 6 * time.Minute,
+			cfg: engine.Config{StarvationBound: 10 * time.Minute}, cFree: 8, now: 6 * time.Minute,
 			want: map[string]int{"ns/old": 1, "ns/young": 2}, oldOn: "a",
 		},
 		"an elastic train with an empty node to spare gets the nodes first": {
-			cfg: Config{StarvationBound: 10 * time.Minute}, cFree: 8, now: 6 * time.Minute, elastic: true,
+			cfg: engine.Config{StarvationBound: 10 * time.Minute}, cFree: 8, now: 6 * time.Minute, elastic: true,
 			want: map[string]int{"ns/old": 1, "ns/young": 2}, oldOn: "c",
 		},
 	}
@@ -191,8 +194,8 @@ func TestSmallGangYieldsAnEmptyNodeToAYoungerWholeNodeGang(t *testing.T) {
 			if tc.elastic {
 				tr.Min = 1
 			}
-			v.Queued, tr.Queued = t0, t0.Add(5*time.Minute)
-			plan := Schedule(tc.cfg, Snapshot{Now: t0.Add(tc.now), Nodes: nodes(tc.cFree), Queue: []Request{v, tr}})
+			v.Queued, tr.Queued = Epoch, Epoch.Add(5*time.Minute)
+			plan := engine.Schedule(tc.cfg, engine.Snapshot{Now: Epoch.Add(tc.now), Nodes: nodes(tc.cFree), Queue: []engine.Request{v, tr}})
 			if got := sizes(plan); !maps.Equal(got, tc.want) {
 				t.Errorf("reserved %v, want %v", got, tc.want)
 			}

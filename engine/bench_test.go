@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/phasegang/phasegang/engine"
+	"github.com/phasegang/phasegang/internal/wrappers"
 )
 
 // benchCluster is nodes × 8 GPUs (plus cpu/memory), in four pools.
@@ -17,9 +18,9 @@ func benchCluster(nodes int) []engine.Node {
 			Name:   fmt.Sprintf("node-%05d", i),
 			Labels: map[string]string{"pool": fmt.Sprintf("pool-%d", i%4), "gpu-type": "h100"},
 			Allocatable: engine.ResourceList{
-				GPU: engine.Milli(8), CPU: engine.Milli(128), Memory: 1024 * Gi,
+				wrappers.GPU: engine.Milli(8), wrappers.CPU: engine.Milli(128), wrappers.Memory: 1024 * wrappers.Gi,
 			},
-			Used: engine.ResourceList{CPU: engine.Milli(2), Memory: 8 * Gi},
+			Used: engine.ResourceList{wrappers.CPU: engine.Milli(2), wrappers.Memory: 8 * wrappers.Gi},
 		}
 	}
 	return out
@@ -42,7 +43,7 @@ func benchQueue(n int) []engine.Request {
 			Min:      size,
 			Desired:  size,
 			Footprint: engine.ResourceList{
-				GPU: engine.Milli(1), CPU: engine.Milli(8), Memory: 64 * Gi,
+				wrappers.GPU: engine.Milli(1), wrappers.CPU: engine.Milli(8), wrappers.Memory: 64 * wrappers.Gi,
 			},
 		}
 		if size > 1 && rng.IntN(4) == 0 {

@@ -1,4 +1,4 @@
-package engine
+package engine_test
 
 import (
 	"strings"
@@ -7,28 +7,12 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/phasegang/phasegang/engine"
+	"github.com/phasegang/phasegang/internal/wrappers"
 )
 
-var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-
-const gpu ResourceName = "nvidia.com/gpu"
-
-// gpuNode is a node with n GPUs and nothing else.
-func gpuNode(name string, n int64) Node {
-	return Node{Name: name, Allocatable: ResourceList{gpu: Milli(n), "cpu": Milli(64)}}
-}
-
-// req is a request for a gang of one-GPU workers of pipeline p, created at
-// t0+age minutes.
-func req(p string, min, desired int32, age int) Request {
-	created := t0.Add(time.Duration(age) * time.Minute)
-	return Request{
-		Gang: GangKey{Pipeline: "ns/" + p, Phase: "train"}, Created: created, Queued: created,
-		Min: min, Desired: desired, Footprint: ResourceList{gpu: Milli(1)},
-	}
-}
-
-func nodesOf(r Reservation) map[string]int {
+func nodesOf(r engine.Reservation) map[string]int {
 	out := map[string]int{}
 	for _, w := range r.Workers {
 		out[w.Node]++
@@ -38,9 +22,9 @@ func nodesOf(r Reservation) map[string]int {
 
 func TestPlacementHeuristic(t *testing.T) {
 	// Free GPUs: a=8 (empty), b=8 (empty), c=3 (5 used), d=5 (3 used).
-	nodes := []Node{gpuNode("a", 8), gpuNode("b", 8), gpuNode("c", 8), gpuNode("d", 8)}
-	nodes[2].Used = ResourceList{gpu: Milli(5)}
-	nodes[3].Used = ResourceList{gpu: Milli(3)}
+	nodes := []engine.Node{wrappers.EngineNode("a", 8), wrappers.EngineNode("b", 8), wrappers.EngineNode("c", 8), wrappers.EngineNode("d", 8)}
+	nodes[2].Used = engine.ResourceList{wrappers.GPU: engine.Milli(5)}
+	nodes[3].Used = engine.ResourceList{wrappers.GPU: engine.Milli(3)}
 	cases := map[string]struct {
 		size int32
 		want map[string]int
@@ -53,7 +37,7 @@ func TestPlacementHeuristic(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			plan := Schedule(DefaultConfig(), Snapshot{Now: t0, Nodes: nodes, Queue: []Request{req("p", tc.size, tc.size, 0)}})
+			plan := engine.Schedule(engine.DefaultConfig(), engine.Snapshot{Now: Epoch, Nodes: nodes, Queue: []engine.Request{wrappers.Gang("p", tc.size, tc.size, 0)}})
 			if len(plan.Reserves) != 1 {
 				t.Fatalf("want one reserve, got plan %+v", plan)
 			}
@@ -65,9 +49,9 @@ func TestPlacementHeuristic(t *testing.T) {
 }
 
 func TestAllOrNothingWaitExplains(t *testing.T) {
-	nodes := []Node{gpuNode("a", 4), gpuNode("b", 4)}
-	nodes[1].Used = ResourceList{gpu: Milli(1)}
-	plan := Schedule(DefaultConfig(), Snapshot{Now: t0, Nodes: nodes, Queue: []Request{req("big", 8, 8, 0), req("late", 8, 8, 5)}})
+	nodes := []engine.Node{wrappers.EngineNode("a", 4), wrappers.EngineNode("b", 4)}
+	nodes[1].Used = engine.ResourceList{wrappers.GPU: engine.Milli(1)}
+	plan := engine.Schedule(engine.DefaultConfig(), engine.Snapshot{Now: Epoch, Nodes: nodes, Queue: []engine.Request{wrappers.Gang("big", 8, 8, 0), wrappers.Gang("late", 8, 8, 5)}})
 	if len(plan.Reserves) != 0 {
 		t.Fatalf("a partial gang was reserved: %+v", plan.Reserves)
 	}
@@ -82,35 +66,35 @@ func TestAllOrNothingWaitExplains(t *testing.T) {
 }
 
 func TestElasticStartsAtWhatFitsAndGrows(t *testing.T) {
-	s := NewState(DefaultConfig(), []Node{gpuNode("a", 8)}, nil)
-	s.Submit(req("other", 5, 5, 0))
-	s.Submit(req("elastic", 2, 8, 1))
-	plan := s.Cycle(t0)
+	s := engine.NewState(engine.DefaultConfig(), []engine.Node{wrappers.EngineNode("a", 8)}, nil)
+	s.Submit(wrappers.Gang("other", 5, 5, 0))
+	s.Submit(wrappers.Gang("elastic", 2, 8, 1))
+	plan := s.Cycle(Epoch)
 	if len(plan.Reserves) != 2 || len(plan.Reserves[1].Workers) != 3 {
 		t.Fatalf("want the elastic gang to start with the 3 free GPUs, got %+v", plan.Reserves)
 	}
 	// The other gang ends: the elastic gang grows to desired.
-	s.Release(GangKey{Pipeline: "ns/other", Phase: "train"})
-	plan = s.Cycle(t0.Add(time.Minute))
+	s.Release(engine.GangKey{Pipeline: "ns/other", Phase: "train"})
+	plan = s.Cycle(Epoch.Add(time.Minute))
 	if len(plan.Grows) != 1 || len(plan.Grows[0].Workers) != 5 || plan.Grows[0].Workers[0].Index != 3 {
 		t.Fatalf("want a grow of workers 3..7, got %+v", plan.Grows)
 	}
-	g, _ := s.Grant(GangKey{Pipeline: "ns/elastic", Phase: "train"})
+	g, _ := s.Grant(engine.GangKey{Pipeline: "ns/elastic", Phase: "train"})
 	if len(g.Workers) != 8 {
 		t.Fatalf("granted %d, want 8", len(g.Workers))
 	}
 }
 
 func TestSurplusReclaimedForOlderGang(t *testing.T) {
-	s := NewState(DefaultConfig(), []Node{gpuNode("a", 8)}, nil)
-	s.Submit(req("young", 2, 8, 10))
-	if plan := s.Cycle(t0); len(plan.Reserves[0].Workers) != 8 {
+	s := engine.NewState(engine.DefaultConfig(), []engine.Node{wrappers.EngineNode("a", 8)}, nil)
+	s.Submit(wrappers.Gang("young", 2, 8, 10))
+	if plan := s.Cycle(Epoch); len(plan.Reserves[0].Workers) != 8 {
 		t.Fatalf("young should take all 8: %+v", plan)
 	}
 	// An older pipeline's next phase arrives needing 5: young gives back
 	// exactly 5 of its 6 surplus workers, highest indices first.
-	s.Submit(req("old", 5, 5, 0))
-	plan := s.Cycle(t0.Add(time.Minute))
+	s.Submit(wrappers.Gang("old", 5, 5, 0))
+	plan := s.Cycle(Epoch.Add(time.Minute))
 	if len(plan.Shrinks) != 1 {
 		t.Fatalf("want one shrink, got %+v", plan)
 	}
@@ -125,19 +109,19 @@ func TestSurplusReclaimedForOlderGang(t *testing.T) {
 		t.Fatalf("old gang not reserved: %+v", plan.Reserves)
 	}
 	// Surplus below min is never taken: a second old gang must wait.
-	s.Submit(req("older", 3, 3, -1))
-	plan = s.Cycle(t0.Add(2 * time.Minute))
+	s.Submit(wrappers.Gang("older", 3, 3, -1))
+	plan = s.Cycle(Epoch.Add(2 * time.Minute))
 	if len(plan.Shrinks) != 0 || len(plan.Reserves) != 0 {
 		t.Fatalf("took workers below min: %+v", plan)
 	}
 }
 
 func TestYoungerElasticNeverTakesFromOlder(t *testing.T) {
-	s := NewState(DefaultConfig(), []Node{gpuNode("a", 8)}, nil)
-	s.Submit(req("old", 4, 8, 0))
-	s.Cycle(t0)
-	s.Submit(req("young", 2, 4, 5))
-	plan := s.Cycle(t0.Add(time.Minute))
+	s := engine.NewState(engine.DefaultConfig(), []engine.Node{wrappers.EngineNode("a", 8)}, nil)
+	s.Submit(wrappers.Gang("old", 4, 8, 0))
+	s.Cycle(Epoch)
+	s.Submit(wrappers.Gang("young", 2, 4, 5))
+	plan := s.Cycle(Epoch.Add(time.Minute))
 	if len(plan.Shrinks) != 0 {
 		t.Fatalf("an older gang's surplus was taken for a younger one: %+v", plan.Shrinks)
 	}
@@ -157,17 +141,17 @@ func TestStarvingGangTakesOlderSurplusUpToFree(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			s := NewState(DefaultConfig(), []Node{gpuNode("a", 8)}, nil)
-			old := req("old", 2, tc.oldDesired, 0)
+			s := engine.NewState(engine.DefaultConfig(), []engine.Node{wrappers.EngineNode("a", 8)}, nil)
+			old := wrappers.Gang("old", 2, tc.oldDesired, 0)
 			old.Priority = tc.oldPriority
 			s.Submit(old)
-			s.Submit(req("other", 1, 1, 1))
-			s.Cycle(t0.Add(time.Minute))
-			s.Submit(req("young", 2, 2, 5))
-			if plan := s.Cycle(t0.Add(6 * time.Minute)); len(plan.Shrinks) != 0 || len(plan.Reserves) != 0 {
+			s.Submit(wrappers.Gang("other", 1, 1, 1))
+			s.Cycle(Epoch.Add(time.Minute))
+			s.Submit(wrappers.Gang("young", 2, 2, 5))
+			if plan := s.Cycle(Epoch.Add(6 * time.Minute)); len(plan.Shrinks) != 0 || len(plan.Reserves) != 0 {
 				t.Fatalf("within its starvation bound the young gang took something: %+v", plan)
 			}
-			plan := s.Cycle(t0.Add(16 * time.Minute)) // 11 minutes queued: starving
+			plan := s.Cycle(Epoch.Add(16 * time.Minute)) // 11 minutes queued: starving
 			var shrunk int
 			for _, sh := range plan.Shrinks {
 				if sh.Gang.Pipeline != "ns/old" || sh.For.Pipeline != "ns/young" {
@@ -188,22 +172,22 @@ func TestStarvingGangTakesOlderSurplusUpToFree(t *testing.T) {
 
 func TestQueueOrder(t *testing.T) {
 	// One 4-GPU node, four gangs of 4: only the first in order runs.
-	hi := req("zzz-high-priority", 4, 4, 50)
+	hi := wrappers.Gang("zzz-high-priority", 4, 4, 50)
 	hi.Priority = 10
-	validate := req("old-pipeline", 4, 4, 0)
+	validate := wrappers.Gang("old-pipeline", 4, 4, 0)
 	validate.Gang.Phase = "validate"
-	validate.Queued = t0.Add(100 * time.Minute) // queued late, but the pipeline is old
+	validate.Queued = Epoch.Add(100 * time.Minute) // queued late, but the pipeline is old
 	cases := map[string]struct {
-		queue []Request
+		queue []engine.Request
 		want  string
 	}{
-		"priority first":                {queue: []Request{req("a", 4, 4, 0), hi}, want: "ns/zzz-high-priority"},
-		"a later phase keeps its age":   {queue: []Request{req("newer", 4, 4, 10), validate}, want: "ns/old-pipeline"},
-		"equal age and priority: names": {queue: []Request{req("b", 4, 4, 0), req("a", 4, 4, 0)}, want: "ns/a"},
+		"priority first":                {queue: []engine.Request{wrappers.Gang("a", 4, 4, 0), hi}, want: "ns/zzz-high-priority"},
+		"a later phase keeps its age":   {queue: []engine.Request{wrappers.Gang("newer", 4, 4, 10), validate}, want: "ns/old-pipeline"},
+		"equal age and priority: names": {queue: []engine.Request{wrappers.Gang("b", 4, 4, 0), wrappers.Gang("a", 4, 4, 0)}, want: "ns/a"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			plan := Schedule(DefaultConfig(), Snapshot{Now: t0.Add(200 * time.Minute), Nodes: []Node{gpuNode("n", 4)}, Queue: tc.queue})
+			plan := engine.Schedule(engine.DefaultConfig(), engine.Snapshot{Now: Epoch.Add(200 * time.Minute), Nodes: []engine.Node{wrappers.EngineNode("n", 4)}, Queue: tc.queue})
 			if len(plan.Reserves) != 1 || plan.Reserves[0].Gang.Pipeline != tc.want {
 				t.Fatalf("reserved %+v, want %s", plan.Reserves, tc.want)
 			}
@@ -212,18 +196,18 @@ func TestQueueOrder(t *testing.T) {
 }
 
 func TestInfeasibleSaysWhyWithNumbers(t *testing.T) {
-	tainted := gpuNode("t", 8)
+	tainted := wrappers.EngineNode("t", 8)
 	tainted.Taints = []corev1.Taint{{Key: "dedicated", Value: "infer", Effect: corev1.TaintEffectNoSchedule}}
-	nodes := []Node{gpuNode("a", 8), gpuNode("b", 8), tainted}
-	huge := req("huge", 1, 1, 0)
-	huge.Footprint = ResourceList{gpu: Milli(16)}
-	fpga := req("fpga", 1, 1, 0)
-	fpga.Footprint = ResourceList{"example.com/fpga": Milli(1)}
-	many := req("many", 40, 40, 0)
-	picky := req("picky", 1, 1, 0)
+	nodes := []engine.Node{wrappers.EngineNode("a", 8), wrappers.EngineNode("b", 8), tainted}
+	huge := wrappers.Gang("huge", 1, 1, 0)
+	huge.Footprint = engine.ResourceList{wrappers.GPU: engine.Milli(16)}
+	fpga := wrappers.Gang("fpga", 1, 1, 0)
+	fpga.Footprint = engine.ResourceList{"example.com/fpga": engine.Milli(1)}
+	many := wrappers.Gang("many", 40, 40, 0)
+	picky := wrappers.Gang("picky", 1, 1, 0)
 	picky.Constraints.NodeSelector = map[string]string{"zone": "mars"}
 	cases := map[string]struct {
-		r    Request
+		r    engine.Request
 		want string
 	}{
 		"worker larger than any node": {r: huge, want: "each worker needs 16 nvidia.com/gpu, but the largest of the 2 matching nodes has 8 allocatable"},
@@ -235,7 +219,7 @@ func TestInfeasibleSaysWhyWithNumbers(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			plan := Schedule(DefaultConfig(), Snapshot{Now: t0, Nodes: nodes, Queue: []Request{tc.r}})
+			plan := engine.Schedule(engine.DefaultConfig(), engine.Snapshot{Now: Epoch, Nodes: nodes, Queue: []engine.Request{tc.r}})
 			if len(plan.Infeasible) != 1 {
 				t.Fatalf("want infeasible, got %+v", plan)
 			}
@@ -247,26 +231,26 @@ func TestInfeasibleSaysWhyWithNumbers(t *testing.T) {
 }
 
 func TestConstraintsAreHonoured(t *testing.T) {
-	tainted := gpuNode("a-tainted", 8)
+	tainted := wrappers.EngineNode("a-tainted", 8)
 	tainted.Taints = []corev1.Taint{{Key: "gpu", Effect: corev1.TaintEffectNoSchedule}}
-	cordoned := gpuNode("b-cordoned", 8)
+	cordoned := wrappers.EngineNode("b-cordoned", 8)
 	cordoned.Unschedulable = true
-	labelled := gpuNode("c-labelled", 8)
+	labelled := wrappers.EngineNode("c-labelled", 8)
 	labelled.Labels = map[string]string{"pool": "a100"}
-	plain := gpuNode("d-plain", 8)
-	nodes := []Node{tainted, cordoned, labelled, plain}
+	plain := wrappers.EngineNode("d-plain", 8)
+	nodes := []engine.Node{tainted, cordoned, labelled, plain}
 
-	tolerating := req("tol", 8, 8, 0)
+	tolerating := wrappers.Gang("tol", 8, 8, 0)
 	tolerating.Constraints.Tolerations = []corev1.Toleration{{Key: "gpu", Operator: corev1.TolerationOpExists}}
-	selecting := req("sel", 4, 4, 0)
+	selecting := wrappers.Gang("sel", 4, 4, 0)
 	selecting.Constraints.NodeSelector = map[string]string{"pool": "a100"}
-	affine := req("aff", 4, 4, 0)
+	affine := wrappers.Gang("aff", 4, 4, 0)
 	affine.Constraints.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
 		RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
 			MatchExpressions: []corev1.NodeSelectorRequirement{{Key: "pool", Operator: corev1.NodeSelectorOpDoesNotExist}},
 		}}},
 	}}
-	plan := Schedule(DefaultConfig(), Snapshot{Now: t0, Nodes: nodes, Queue: []Request{tolerating, selecting, affine, req("any", 1, 1, 1)}})
+	plan := engine.Schedule(engine.DefaultConfig(), engine.Snapshot{Now: Epoch, Nodes: nodes, Queue: []engine.Request{tolerating, selecting, affine, wrappers.Gang("any", 1, 1, 1)}})
 	got := map[string]map[string]int{}
 	for _, r := range plan.Reserves {
 		got[r.Gang.Pipeline] = nodesOf(r)
@@ -286,71 +270,71 @@ func TestConstraintsAreHonoured(t *testing.T) {
 
 func TestStarvationBoundStopsBackfillOnFencedNodes(t *testing.T) {
 	// Two 4-GPU nodes, each half used by a running gang. The head needs 8.
-	setup := func(bound time.Duration) *State {
-		s := NewState(Config{StarvationBound: bound}, []Node{gpuNode("a", 4), gpuNode("b", 4)}, []Grant{
-			{Request: req("run1", 2, 2, -10), Workers: []string{"a", "a"}},
-			{Request: req("run2", 2, 2, -9), Workers: []string{"b", "b"}},
+	setup := func(bound time.Duration) *engine.State {
+		s := engine.NewState(engine.Config{StarvationBound: bound}, []engine.Node{wrappers.EngineNode("a", 4), wrappers.EngineNode("b", 4)}, []engine.Grant{
+			{Request: wrappers.Gang("run1", 2, 2, -10), Workers: []string{"a", "a"}},
+			{Request: wrappers.Gang("run2", 2, 2, -9), Workers: []string{"b", "b"}},
 		})
-		s.Submit(req("head", 8, 8, 0))
-		s.Submit(req("small", 2, 2, 1))
+		s.Submit(wrappers.Gang("head", 8, 8, 0))
+		s.Submit(wrappers.Gang("small", 2, 2, 1))
 		return s
 	}
 	// Within the bound, the small gang backfills.
-	plan := setup(time.Hour).Cycle(t0.Add(time.Minute))
+	plan := setup(time.Hour).Cycle(Epoch.Add(time.Minute))
 	if len(plan.Reserves) != 1 || plan.Reserves[0].Gang.Pipeline != "ns/small" || plan.Fence != nil {
 		t.Fatalf("want backfill of small, got %+v", plan)
 	}
 	// Past the bound, the head fences both nodes and small waits.
 	s := setup(0)
-	plan = s.Cycle(t0.Add(time.Minute))
+	plan = s.Cycle(Epoch.Add(time.Minute))
 	if len(plan.Reserves) != 0 || plan.Fence == nil || len(plan.Fence.Nodes) != 2 {
 		t.Fatalf("want no admission and a fence, got %+v", plan)
 	}
-	if plan.Waiting[1].Reason != WaitBehindHead || !plan.Waiting[0].Starving {
+	if plan.Waiting[1].Reason != engine.WaitBehindHead || !plan.Waiting[0].Starving {
 		t.Fatalf("waits: %+v", plan.Waiting)
 	}
 	if !strings.Contains(plan.Waiting[1].Message(), "draining for the queue's starving head") {
 		t.Errorf("message %q does not say why", plan.Waiting[1].Message())
 	}
 	// When the running gangs end, the head gets the whole cluster.
-	s.Release(GangKey{Pipeline: "ns/run1", Phase: "train"})
-	s.Release(GangKey{Pipeline: "ns/run2", Phase: "train"})
-	plan = s.Cycle(t0.Add(2 * time.Minute))
+	s.Release(engine.GangKey{Pipeline: "ns/run1", Phase: "train"})
+	s.Release(engine.GangKey{Pipeline: "ns/run2", Phase: "train"})
+	plan = s.Cycle(Epoch.Add(2 * time.Minute))
 	if len(plan.Reserves) != 1 || plan.Reserves[0].Gang.Pipeline != "ns/head" {
 		t.Fatalf("head not reserved: %+v", plan)
 	}
 }
 
 func TestNodeLossReleasesGang(t *testing.T) {
-	s := NewState(DefaultConfig(), []Node{gpuNode("a", 4), gpuNode("b", 4), gpuNode("c", 4)}, nil)
-	s.Submit(req("p", 6, 6, 0))
-	first := s.Cycle(t0)
+	s := engine.NewState(engine.DefaultConfig(), []engine.Node{wrappers.EngineNode("a", 4), wrappers.EngineNode("b", 4), wrappers.EngineNode("c", 4)}, nil)
+	s.Submit(wrappers.Gang("p", 6, 6, 0))
+	first := s.Cycle(Epoch)
 	if len(first.Reserves) != 1 {
 		t.Fatalf("not reserved: %+v", first)
 	}
 	lost := first.Reserves[0].Workers[0].Node
 	s.RemoveNode(lost)
-	plan := s.Cycle(t0.Add(time.Minute))
-	want := []Release{{Gang: GangKey{Pipeline: "ns/p", Phase: "train"}, Reason: ReleaseNodeLost, Message: "node " + lost + " was removed"}}
+	plan := s.Cycle(Epoch.Add(time.Minute))
+	want := []engine.Release{{Gang: engine.GangKey{Pipeline: "ns/p", Phase: "train"}, Reason: engine.ReleaseNodeLost, Message: "node " + lost + " was removed"}}
 	if diff := cmp.Diff(want, plan.Releases); diff != "" {
 		t.Fatalf("releases (-want +got):\n%s", diff)
 	}
 	// The caller requeues the phase: it is re-reserved on the nodes left.
-	s.Submit(req("p", 6, 6, 0))
-	plan = s.Cycle(t0.Add(2 * time.Minute))
+	s.Submit(wrappers.Gang("p", 6, 6, 0))
+	plan = s.Cycle(Epoch.Add(2 * time.Minute))
 	if len(plan.Reserves) != 1 || nodesOf(plan.Reserves[0])[lost] != 0 {
 		t.Fatalf("not re-reserved elsewhere: %+v", plan)
 	}
 }
 
 func TestBackoffHoldsRequest(t *testing.T) {
-	r := req("p", 1, 1, 0)
-	r.NotBefore = t0.Add(time.Minute)
-	plan := Schedule(DefaultConfig(), Snapshot{Now: t0, Nodes: []Node{gpuNode("a", 1)}, Queue: []Request{r}})
-	if len(plan.Reserves) != 0 || len(plan.Waiting) != 1 || plan.Waiting[0].Reason != WaitBackoff {
+	r := wrappers.Gang("p", 1, 1, 0)
+	r.NotBefore = Epoch.Add(time.Minute)
+	plan := engine.Schedule(engine.DefaultConfig(), engine.Snapshot{Now: Epoch, Nodes: []engine.Node{wrappers.EngineNode("a", 1)}, Queue: []engine.Request{r}})
+	if len(plan.Reserves) != 0 || len(plan.Waiting) != 1 || plan.Waiting[0].Reason != engine.WaitBackoff {
 		t.Fatalf("want backoff wait, got %+v", plan)
 	}
-	plan = Schedule(DefaultConfig(), Snapshot{Now: t0.Add(time.Minute), Nodes: []Node{gpuNode("a", 1)}, Queue: []Request{r}})
+	plan = engine.Schedule(engine.DefaultConfig(), engine.Snapshot{Now: Epoch.Add(time.Minute), Nodes: []engine.Node{wrappers.EngineNode("a", 1)}, Queue: []engine.Request{r}})
 	if len(plan.Reserves) != 1 {
 		t.Fatalf("want reserve after backoff, got %+v", plan)
 	}

@@ -9,6 +9,7 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/phasegang/phasegang/engine"
+	"github.com/phasegang/phasegang/internal/wrappers"
 )
 
 // raceChecks is TestPropDisplacement's number of random runs (see setChecks).
@@ -34,7 +35,7 @@ func TestPropDisplacement(t *testing.T) {
 	rapid.Check(t, func(rt *rapid.T) {
 		var nodes []engine.Node
 		for i := range rapid.IntRange(1, 4).Draw(rt, "nodes") {
-			nodes = append(nodes, gpuNode(fmt.Sprintf("n%d", i), int64(rapid.IntRange(1, 8).Draw(rt, "gpus"))))
+			nodes = append(nodes, wrappers.EngineNode(fmt.Sprintf("n%d", i), int64(rapid.IntRange(1, 8).Draw(rt, "gpus"))))
 		}
 		var queue []engine.Request
 		newReq := func(age int) engine.Request {
@@ -43,7 +44,7 @@ func TestPropDisplacement(t *testing.T) {
 			return engine.Request{
 				Gang:    engine.GangKey{Pipeline: fmt.Sprintf("ns/p%d", age), Phase: "train"},
 				Created: created, Queued: created, Min: k, Desired: k + int32(rapid.IntRange(0, 2).Draw(rt, "extra")),
-				Footprint: engine.ResourceList{GPU: engine.Milli(int64(rapid.IntRange(1, 2).Draw(rt, "perWorker")))},
+				Footprint: engine.ResourceList{wrappers.GPU: engine.Milli(int64(rapid.IntRange(1, 2).Draw(rt, "perWorker")))},
 			}
 		}
 		arrivals := rapid.IntRange(1, 6).Draw(rt, "granted")
@@ -60,11 +61,11 @@ func TestPropDisplacement(t *testing.T) {
 		// Then the cluster changes under them.
 		for i := range nodes {
 			if rapid.Bool().Draw(rt, "taken") {
-				alloc := nodes[i].Allocatable[GPU] / 1000
+				alloc := nodes[i].Allocatable[wrappers.GPU] / 1000
 				stay := int64(rapid.IntRange(0, int(alloc)).Draw(rt, "stay"))
 				leave := int64(rapid.IntRange(0, 2).Draw(rt, "leave"))
-				nodes[i].Used = engine.ResourceList{GPU: engine.Milli(stay + leave)}
-				nodes[i].Leaving = engine.ResourceList{GPU: engine.Milli(leave)}
+				nodes[i].Used = engine.ResourceList{wrappers.GPU: engine.Milli(stay + leave)}
+				nodes[i].Leaving = engine.ResourceList{wrappers.GPU: engine.Milli(leave)}
 				nodes[i].LastPod = "other/pod"
 			}
 		}
@@ -95,10 +96,10 @@ func TestPropDisplacement(t *testing.T) {
 			for i, n := range g.Workers {
 				ws[i] = worker{node: n, unbound: slices.Contains(g.Unbound, int32(i))}
 			}
-			model[g.Gang], fp[g.Gang] = ws, g.Footprint[GPU]
+			model[g.Gang], fp[g.Gang] = ws, g.Footprint[wrappers.GPU]
 		}
 		for _, r := range later {
-			fp[r.Gang] = r.Footprint[GPU]
+			fp[r.Gang] = r.Footprint[wrappers.GPU]
 		}
 		placed := map[string]bool{} // nodes that got a worker in this plan
 		released := map[engine.GangKey]bool{}
@@ -141,7 +142,7 @@ func TestPropDisplacement(t *testing.T) {
 			}
 		}
 		for _, n := range nodes {
-			stays := n.Used[GPU] - n.Leaving[GPU]
+			stays := n.Used[wrappers.GPU] - n.Leaving[wrappers.GPU]
 			var granted int64
 			unbound := false
 			for key, ws := range model {
@@ -152,9 +153,9 @@ func TestPropDisplacement(t *testing.T) {
 					}
 				}
 			}
-			alloc := n.Allocatable[GPU]
-			if placed[n.Name] && n.Used[GPU]+granted > alloc {
-				rt.Fatalf("node %s got a worker in this plan but is overcommitted: %d used + %d granted > %d\nplan %+v", n.Name, n.Used[GPU], granted, alloc, plan)
+			alloc := n.Allocatable[wrappers.GPU]
+			if placed[n.Name] && n.Used[wrappers.GPU]+granted > alloc {
+				rt.Fatalf("node %s got a worker in this plan but is overcommitted: %d used + %d granted > %d\nplan %+v", n.Name, n.Used[wrappers.GPU], granted, alloc, plan)
 			}
 			if stays+granted > alloc && unbound {
 				rt.Fatalf("node %s stays overcommitted (%d staying + %d granted > %d) with unbound workers on it\nplan %+v", n.Name, stays, granted, alloc, plan)

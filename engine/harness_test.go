@@ -18,20 +18,11 @@ import (
 
 	"github.com/phasegang/phasegang/engine"
 	"github.com/phasegang/phasegang/internal/eventqueue"
+	"github.com/phasegang/phasegang/internal/wrappers"
 )
 
 // Epoch is the harness's virtual time zero.
-var Epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-
-// Resource names used by the harness and the tests.
-const (
-	GPU    engine.ResourceName = "nvidia.com/gpu"
-	CPU    engine.ResourceName = "cpu"
-	Memory engine.ResourceName = "memory"
-)
-
-// Gi is one GiB of memory in the engine's milli-units.
-const Gi = int64(1) << 30 * 1000
+var Epoch = wrappers.EngineT0
 
 // PhaseSpec is one phase of a pipeline: one gang.
 type PhaseSpec struct {
@@ -234,28 +225,21 @@ func (h *Harness) Run() *Result {
 	if maxCycles <= 0 {
 		maxCycles = 1_000_000
 	}
-	now := Epoch
-	for r.ev.Len() > 0 {
-		if len(r.res.Cycles) >= maxCycles {
-			r.errorf("cycle cap %d reached at %v", maxCycles, now.Sub(Epoch))
-			break
-		}
-		now = Epoch.Add(r.ev.At())
-		for r.ev.Len() > 0 && Epoch.Add(r.ev.At()).Equal(now) {
-			r.handle(r.ev.Pop(), now)
-		}
-		for k := 0; ; k++ {
-			plan := r.cycle(now, k)
-			if !changes(plan) {
-				break
-			}
-			if k == perInstant-1 {
-				r.errorf("no fixpoint after %d cycles at %v", perInstant, now.Sub(Epoch))
-				break
-			}
-		}
+	loop := eventqueue.Loop[event]{
+		Handle: func(at time.Duration, e event) { r.handle(e, Epoch.Add(at)) },
+		Settle: func(at time.Duration, k int) bool {
+			return changes(r.cycle(Epoch.Add(at), k))
+		},
+		MaxRounds: perInstant,
+		MaxSteps:  maxCycles,
 	}
-	r.res.End = now
+	end, err := loop.Run(&r.ev)
+	if err != nil {
+		// Run joins each anomaly (no fixpoint at an instant, the cycle
+		// cap) on a line of its own.
+		r.res.Errors = append(r.res.Errors, strings.Split(err.Error(), "\n")...)
+	}
+	r.res.End = Epoch.Add(end)
 	r.res.FinalGrants = r.s.Grants()
 	r.res.FinalQueued = r.s.Queued()
 	r.res.FinalFree = map[string]engine.ResourceList{}
@@ -704,9 +688,9 @@ func fmtRL(rl engine.ResourceList) string {
 	for _, k := range names {
 		v := rl[engine.ResourceName(k)]
 		switch engine.ResourceName(k) {
-		case Memory:
-			parts = append(parts, fmt.Sprintf("mem=%gGi", float64(v)/float64(Gi)))
-		case GPU:
+		case wrappers.Memory:
+			parts = append(parts, fmt.Sprintf("mem=%gGi", float64(v)/float64(wrappers.Gi)))
+		case wrappers.GPU:
 			parts = append(parts, fmt.Sprintf("gpu=%g", float64(v)/1000))
 		default:
 			parts = append(parts, fmt.Sprintf("%s=%gm", k, float64(v)))

@@ -8,6 +8,7 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/phasegang/phasegang/engine"
+	"github.com/phasegang/phasegang/internal/wrappers"
 )
 
 // TestPropHostPorts drives a State through random cycles of gangs that
@@ -28,7 +29,7 @@ func TestPropHostPorts(t *testing.T) {
 		var nodes []engine.Node
 		nodePorts := map[string][]engine.HostPort{}
 		for i := range rapid.IntRange(1, 5).Draw(rt, "nodes") {
-			n := gpuNode(fmt.Sprintf("n%d", i), int64(rapid.IntRange(1, 8).Draw(rt, "gpus")))
+			n := wrappers.EngineNode(fmt.Sprintf("n%d", i), int64(rapid.IntRange(1, 8).Draw(rt, "gpus")))
 			if rapid.IntRange(0, 3).Draw(rt, "taken") == 0 {
 				n.HostPorts = []engine.HostPort{rapid.SampledFrom(ports).Draw(rt, "nodePort")}
 			}
@@ -44,7 +45,7 @@ func TestPropHostPorts(t *testing.T) {
 				r := engine.Request{
 					Gang:    engine.GangKey{Pipeline: fmt.Sprintf("ns/p%d", len(reqs)), Phase: "train"},
 					Created: now, Queued: now, Min: k, Desired: k + int32(rapid.IntRange(0, 2).Draw(rt, "extra")),
-					Footprint: engine.ResourceList{GPU: engine.Milli(1)},
+					Footprint: engine.ResourceList{wrappers.GPU: engine.Milli(1)},
 				}
 				if rapid.Bool().Draw(rt, "hasPort") {
 					r.HostPorts = []engine.HostPort{rapid.SampledFrom(ports).Draw(rt, "port")}

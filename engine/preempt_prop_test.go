@@ -9,6 +9,7 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/phasegang/phasegang/engine"
+	"github.com/phasegang/phasegang/internal/wrappers"
 )
 
 // preemptChecks is TestPropPreemption's number of random runs: the
@@ -49,7 +50,7 @@ func TestPropPreemption(t *testing.T) {
 	rapid.Check(t, func(rt *rapid.T) {
 		var nodes []engine.Node
 		for i := range rapid.IntRange(1, 3).Draw(rt, "nodes") {
-			nodes = append(nodes, gpuNode(fmt.Sprintf("n%d", i), int64(rapid.IntRange(2, 8).Draw(rt, "gpus"))))
+			nodes = append(nodes, wrappers.EngineNode(fmt.Sprintf("n%d", i), int64(rapid.IntRange(2, 8).Draw(rt, "gpus"))))
 		}
 		var queues []engine.Queue
 		byName := map[string]engine.Queue{}
@@ -60,7 +61,7 @@ func TestPropPreemption(t *testing.T) {
 				Reclaim:      rapid.SampledFrom(policies).Draw(rt, "reclaim"),
 				WithinQueue:  rapid.SampledFrom(policies).Draw(rt, "withinQueue"),
 				ReclaimGrace: rapid.SampledFrom(graces).Draw(rt, "grace"),
-				Resources:    map[engine.ResourceName]engine.QueueQuota{GPU: {Nominal: engine.Milli(int64(rapid.IntRange(1, 8).Draw(rt, "nominal")))}},
+				Resources:    map[engine.ResourceName]engine.QueueQuota{wrappers.GPU: {Nominal: engine.Milli(int64(rapid.IntRange(1, 8).Draw(rt, "nominal")))}},
 			}
 			queues = append(queues, q)
 			byName[name] = q
@@ -81,7 +82,7 @@ func TestPropPreemption(t *testing.T) {
 					// is then the pipelines' age, as the check below reads it.
 					Created: now.Add(-time.Duration(rapid.IntRange(0, 5).Draw(rt, "age"))*time.Minute + time.Duration(len(reqs))), Queued: now,
 					Min: min, Desired: min + int32(rapid.IntRange(0, 2).Draw(rt, "extra")),
-					Footprint: engine.ResourceList{GPU: engine.Milli(1)},
+					Footprint: engine.ResourceList{wrappers.GPU: engine.Milli(1)},
 					Queue:     rapid.SampledFrom([]string{"qa", "qb", "qc"}).Draw(rt, "queue"),
 				}
 				reqs[r.Gang], all[r.Gang] = r, r
@@ -96,7 +97,7 @@ func TestPropPreemption(t *testing.T) {
 			usedBefore := map[string]int64{}
 			for _, g := range s.Grants() {
 				before[g.Gang] = g
-				usedBefore[g.Queue] += int64(len(g.Workers)) * g.Footprint[GPU]
+				usedBefore[g.Queue] += int64(len(g.Workers)) * g.Footprint[wrappers.GPU]
 			}
 			plan := s.Cycle(now)
 			for _, p := range plan.Preemptions {
@@ -126,9 +127,9 @@ func TestPropPreemption(t *testing.T) {
 				} else {
 					total.across++
 					vq := byName[p.Queue]
-					if vq.Cohort == "" || vq.Cohort != lq.Cohort || usedBefore[p.Queue] <= vq.Resources[GPU].Nominal {
+					if vq.Cohort == "" || vq.Cohort != lq.Cohort || usedBefore[p.Queue] <= vq.Resources[wrappers.GPU].Nominal {
 						rt.Fatalf("step %d: %s of queue %s (cohort %q, used %d of nominal %d) preempted for lender %s of cohort %q",
-							step, p.Gang, p.Queue, vq.Cohort, usedBefore[p.Queue], vq.Resources[GPU].Nominal, p.Lender, lq.Cohort)
+							step, p.Gang, p.Queue, vq.Cohort, usedBefore[p.Queue], vq.Resources[wrappers.GPU].Nominal, p.Lender, lq.Cohort)
 					}
 					if lq.Reclaim == engine.ReclaimLowerPriority && v.Priority >= w.Priority {
 						rt.Fatalf("step %d: %s (priority %d) preempted under LowerPriority for %s (priority %d)", step, p.Gang, v.Priority, p.For, w.Priority)

@@ -1,32 +1,26 @@
-package engine
+package engine_test
 
 import (
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/phasegang/phasegang/engine"
+	"github.com/phasegang/phasegang/internal/wrappers"
 )
 
 // lender is team-b of cohort research, nominal 8, reclaiming with
 // policy and grace.
-func lender(policy ReclaimPolicy, grace *time.Duration) Queue {
-	q := gpuQueue("team-b", "research", 8)
+func lender(policy engine.ReclaimPolicy, grace *time.Duration) engine.Queue {
+	q := wrappers.EngineQueue("team-b", "research", 8)
 	q.Reclaim, q.ReclaimGrace = policy, grace
 	return q
 }
 
 func dur(d time.Duration) *time.Duration { return &d }
 
-// grantIn is a grant of r with n workers on node.
-func grantIn(r Request, node string, n int) Grant {
-	ws := make([]string, n)
-	for i := range ws {
-		ws[i] = node
-	}
-	return Grant{Request: r, Workers: ws}
-}
-
-func preempted(plan Plan) string {
+func preempted(plan engine.Plan) string {
 	var got []string
 	for _, p := range plan.Preemptions {
 		got = append(got, p.Gang.Pipeline)
@@ -34,7 +28,7 @@ func preempted(plan Plan) string {
 	return strings.Join(got, ",")
 }
 
-func shrunk(plan Plan) string {
+func shrinks(plan engine.Plan) string {
 	var got []string
 	for _, s := range plan.Shrinks {
 		got = append(got, s.Gang.Pipeline+"-"+string(rune('0'+len(s.Workers))))
@@ -43,48 +37,48 @@ func shrunk(plan Plan) string {
 }
 
 func TestPreemptReclaimsPastGrace(t *testing.T) {
-	nodes := []Node{gpuNode("a", 8), gpuNode("b", 8)}
+	nodes := []engine.Node{wrappers.EngineNode("a", 8), wrappers.EngineNode("b", 8)}
 	// team-a holds all 16 GPUs: 8 of its own and 8 borrowed of team-b.
-	ledger := func() []Grant {
-		return []Grant{
-			grantIn(inQueue("team-a", "a-old", 8, 8, 0), "a", 8),
-			grantIn(inQueue("team-a", "a-mid", 4, 4, 1), "b", 4),
-			grantIn(inQueue("team-a", "a-young", 4, 4, 2), "b", 4),
+	ledger := func() []engine.Grant {
+		return []engine.Grant{
+			wrappers.Grant(wrappers.Gang("a-old", 8, 8, 0, wrappers.InQueue("team-a")), wrappers.Repeat("a", 8)),
+			wrappers.Grant(wrappers.Gang("a-mid", 4, 4, 1, wrappers.InQueue("team-a")), wrappers.Repeat("b", 4)),
+			wrappers.Grant(wrappers.Gang("a-young", 4, 4, 2, wrappers.InQueue("team-a")), wrappers.Repeat("b", 4)),
 		}
 	}
-	waiting := func(min int32) Request {
-		r := inQueue("team-b", "b", min, min, 10)
+	waiting := func(min int32) engine.Request {
+		r := wrappers.Gang("b", min, min, 10, wrappers.InQueue("team-b"))
 		return r
 	}
 	cases := map[string]struct {
-		queue         Queue
-		ledger        []Grant
+		queue         engine.Queue
+		ledger        []engine.Grant
 		min           int32
 		priority      int32
-		now           time.Duration // since t0
+		now           time.Duration // since Epoch
 		wantPreempted string
 		wantShrunk    string
 	}{
 		"within the grace period: nothing is preempted": {
-			queue: lender(ReclaimAny, dur(5*time.Minute)), min: 4, now: 14 * time.Minute,
+			queue: lender(engine.ReclaimAny, dur(5*time.Minute)), min: 4, now: 14 * time.Minute,
 		},
 		"no grace period: reclaim at phase boundaries only": {
-			queue: lender(ReclaimAny, nil), min: 4, now: 10 * time.Hour,
+			queue: lender(engine.ReclaimAny, nil), min: 4, now: 10 * time.Hour,
 		},
 		"policy Never: nothing is preempted": {
-			queue: lender(ReclaimNever, dur(0)), min: 4, now: 10 * time.Hour,
+			queue: lender(engine.ReclaimNever, dur(0)), min: 4, now: 10 * time.Hour,
 		},
 		"past the grace period: the youngest gang that covers the shortfall": {
-			queue: lender(ReclaimAny, dur(5*time.Minute)), min: 4, now: 15 * time.Minute,
+			queue: lender(engine.ReclaimAny, dur(5*time.Minute)), min: 4, now: 15 * time.Minute,
 			wantPreempted: "ns/a-young",
 		},
 		"fewest gangs: one gang that covers it alone beats two younger": {
-			queue: lender(ReclaimAny, dur(0)), min: 6, now: 10 * time.Minute,
+			queue: lender(engine.ReclaimAny, dur(0)), min: 6, now: 10 * time.Minute,
 			wantPreempted: "ns/a-old",
 		},
 		"lowest priority first, whatever the age": {
-			queue: lender(ReclaimAny, dur(0)), min: 4, now: 10 * time.Minute,
-			ledger: func() []Grant {
+			queue: lender(engine.ReclaimAny, dur(0)), min: 4, now: 10 * time.Minute,
+			ledger: func() []engine.Grant {
 				l := ledger()
 				l[2].Priority = 5 // a-young outranks a-mid
 				return l
@@ -92,24 +86,24 @@ func TestPreemptReclaimsPastGrace(t *testing.T) {
 			wantPreempted: "ns/a-mid",
 		},
 		"elastic surplus is shrunk before any gang is preempted": {
-			queue: lender(ReclaimAny, dur(0)), min: 2, now: 10 * time.Minute,
-			ledger: func() []Grant {
+			queue: lender(engine.ReclaimAny, dur(0)), min: 2, now: 10 * time.Minute,
+			ledger: func() []engine.Grant {
 				l := ledger()
-				l[2] = grantIn(inQueue("team-a", "a-young", 2, 4, 2), "b", 4)
+				l[2] = wrappers.Grant(wrappers.Gang("a-young", 2, 4, 2, wrappers.InQueue("team-a")), wrappers.Repeat("b", 4))
 				return l
 			}(),
 			wantShrunk: "ns/a-young-2",
 		},
 		"LowerPriority: borrowers of equal priority are not preempted": {
-			queue: lender(ReclaimLowerPriority, dur(0)), min: 4, now: 10 * time.Minute,
+			queue: lender(engine.ReclaimLowerPriority, dur(0)), min: 4, now: 10 * time.Minute,
 		},
 		"LowerPriority: the lower-priority borrower is": {
-			queue: lender(ReclaimLowerPriority, dur(0)), min: 4, now: 10 * time.Minute, priority: 1,
+			queue: lender(engine.ReclaimLowerPriority, dur(0)), min: 4, now: 10 * time.Minute, priority: 1,
 			wantPreempted: "ns/a-young",
 		},
 		"LowerPriority: nothing if the lower-priority borrowers cannot cover it": {
-			queue: lender(ReclaimLowerPriority, dur(0)), min: 6, now: 10 * time.Minute, priority: 1,
-			ledger: func() []Grant {
+			queue: lender(engine.ReclaimLowerPriority, dur(0)), min: 6, now: 10 * time.Minute, priority: 1,
+			ledger: func() []engine.Grant {
 				l := ledger()
 				l[0].Priority, l[1].Priority = 5, 5 // only a-young (4) is lower
 				return l
@@ -122,22 +116,22 @@ func TestPreemptReclaimsPastGrace(t *testing.T) {
 			if l == nil {
 				l = ledger()
 			}
-			s := NewState(Config{StarvationBound: time.Hour}, nodes, l)
-			s.SetQueues([]Queue{gpuQueue("team-a", "research", 8), tc.queue})
+			s := engine.NewState(engine.Config{StarvationBound: time.Hour}, nodes, l)
+			s.SetQueues([]engine.Queue{wrappers.EngineQueue("team-a", "research", 8), tc.queue})
 			w := waiting(tc.min)
 			w.Priority = tc.priority
 			s.Submit(w)
-			now := t0.Add(tc.now)
+			now := Epoch.Add(tc.now)
 			plan := s.Cycle(now)
 			if got := preempted(plan); got != tc.wantPreempted {
 				t.Fatalf("preempted %q, want %q", got, tc.wantPreempted)
 			}
-			if got := shrunk(plan); got != tc.wantShrunk {
+			if got := shrinks(plan); got != tc.wantShrunk {
 				t.Fatalf("shrunk %q, want %q", got, tc.wantShrunk)
 			}
 			for _, p := range plan.Preemptions {
-				i := slices.IndexFunc(plan.Releases, func(r Release) bool { return r.Gang == p.Gang })
-				if i < 0 || plan.Releases[i].Reason != ReleasePreempted || plan.Releases[i].Message != p.Message {
+				i := slices.IndexFunc(plan.Releases, func(r engine.Release) bool { return r.Gang == p.Gang })
+				if i < 0 || plan.Releases[i].Reason != engine.ReleasePreempted || plan.Releases[i].Message != p.Message {
 					t.Fatalf("preemption %s is not released as Preempted: %+v", p.Gang, plan.Releases)
 				}
 				if p.For != w.Gang || p.Queue != "team-a" || p.Lender != "team-b" {
@@ -163,14 +157,14 @@ func TestPreemptReclaimsPastGrace(t *testing.T) {
 }
 
 func TestPreemptMessage(t *testing.T) {
-	nodes := []Node{gpuNode("a", 8), gpuNode("b", 8)}
-	s := NewState(Config{StarvationBound: time.Hour}, nodes, []Grant{
-		grantIn(inQueue("team-a", "a-old", 8, 8, 0), "a", 8),
-		grantIn(inQueue("team-a", "a-young", 8, 8, 2), "b", 8),
+	nodes := []engine.Node{wrappers.EngineNode("a", 8), wrappers.EngineNode("b", 8)}
+	s := engine.NewState(engine.Config{StarvationBound: time.Hour}, nodes, []engine.Grant{
+		wrappers.Grant(wrappers.Gang("a-old", 8, 8, 0, wrappers.InQueue("team-a")), wrappers.Repeat("a", 8)),
+		wrappers.Grant(wrappers.Gang("a-young", 8, 8, 2, wrappers.InQueue("team-a")), wrappers.Repeat("b", 8)),
 	})
-	s.SetQueues([]Queue{gpuQueue("team-a", "research", 8), lender(ReclaimAny, dur(90*time.Second))})
-	s.Submit(inQueue("team-b", "eval", 4, 4, 10))
-	plan := s.Cycle(t0.Add(20 * time.Minute))
+	s.SetQueues([]engine.Queue{wrappers.EngineQueue("team-a", "research", 8), lender(engine.ReclaimAny, dur(90*time.Second))})
+	s.Submit(wrappers.Gang("eval", 4, 4, 10, wrappers.InQueue("team-b")))
+	plan := s.Cycle(Epoch.Add(20 * time.Minute))
 	want := "preempted: queue team-b reclaims the nvidia.com/gpu its cohort research borrowed for ns/eval/train, which waited 10m0s for its nominal quota (reclaimGracePeriod 1m30s); its 8 workers held 8 nvidia.com/gpu, queue team-a used 16 of its nominal 8"
 	if len(plan.Preemptions) != 1 || plan.Preemptions[0].Message != want {
 		t.Fatalf("preemptions %+v\nwant message %q", plan.Preemptions, want)
@@ -188,84 +182,84 @@ func TestPreemptMessage(t *testing.T) {
 func TestPreemptWithinQueue(t *testing.T) {
 	// team-a: nominal 8 on 16 GPUs, no cohort; its 8 are held by a-old
 	// (4, created at minute 0) and a-young (4, minute 2).
-	ledger := func() []Grant {
-		return []Grant{
-			grantIn(inQueue("team-a", "a-old", 4, 4, 0), "a", 4),
-			grantIn(inQueue("team-a", "a-young", 4, 4, 2), "a", 4),
+	ledger := func() []engine.Grant {
+		return []engine.Grant{
+			wrappers.Grant(wrappers.Gang("a-old", 4, 4, 0, wrappers.InQueue("team-a")), wrappers.Repeat("a", 4)),
+			wrappers.Grant(wrappers.Gang("a-young", 4, 4, 2, wrappers.InQueue("team-a")), wrappers.Repeat("a", 4)),
 		}
 	}
 	cases := map[string]struct {
-		policy   ReclaimPolicy
+		policy   engine.ReclaimPolicy
 		grace    *time.Duration
 		priority int32
-		// created is the waiting pipeline's age in minutes after t0; it
+		// created is the waiting pipeline's age in minutes after Epoch; it
 		// queued at minute 10.
 		created       int
-		nodes         []Node
-		ledger        []Grant
+		nodes         []engine.Node
+		ledger        []engine.Grant
 		wantPreempted string
 		wantShrunk    string
 	}{
 		"LowerPriority: the youngest lower-priority gang": {
-			policy: ReclaimLowerPriority, grace: dur(5 * time.Minute), priority: 5, created: 10,
+			policy: engine.ReclaimLowerPriority, grace: dur(5 * time.Minute), priority: 5, created: 10,
 			wantPreempted: "ns/a-young",
 		},
 		"within the grace period: nothing": {
-			policy: ReclaimLowerPriority, grace: dur(time.Hour), priority: 5, created: 10,
+			policy: engine.ReclaimLowerPriority, grace: dur(time.Hour), priority: 5, created: 10,
 		},
 		"no grace period: nothing": {
-			policy: ReclaimLowerPriority, priority: 5, created: 10,
+			policy: engine.ReclaimLowerPriority, priority: 5, created: 10,
 		},
 		"Never: nothing": {
-			policy: ReclaimNever, grace: dur(0), priority: 5, created: 10,
+			policy: engine.ReclaimNever, grace: dur(0), priority: 5, created: 10,
 		},
 		"LowerPriority: equal priority is not preempted": {
-			policy: ReclaimLowerPriority, grace: dur(0), created: 1,
+			policy: engine.ReclaimLowerPriority, grace: dur(0), created: 1,
 		},
 		"Any: an equal-priority younger pipeline is": {
-			policy: ReclaimAny, grace: dur(0), created: 1,
+			policy: engine.ReclaimAny, grace: dur(0), created: 1,
 			wantPreempted: "ns/a-young",
 		},
 		"Any: never an older pipeline of equal priority": {
-			policy: ReclaimAny, grace: dur(0), created: 10,
+			policy: engine.ReclaimAny, grace: dur(0), created: 10,
 		},
 		"elastic surplus before a whole gang": {
-			policy: ReclaimLowerPriority, grace: dur(0), priority: 5, created: 10,
-			ledger: []Grant{
-				grantIn(inQueue("team-a", "a-old", 2, 2, 0), "a", 2),
-				grantIn(inQueue("team-a", "a-young", 2, 6, 2), "b", 6),
+			policy: engine.ReclaimLowerPriority, grace: dur(0), priority: 5, created: 10,
+			ledger: []engine.Grant{
+				wrappers.Grant(wrappers.Gang("a-old", 2, 2, 0, wrappers.InQueue("team-a")), wrappers.Repeat("a", 2)),
+				wrappers.Grant(wrappers.Gang("a-young", 2, 6, 2, wrappers.InQueue("team-a")), wrappers.Repeat("b", 6)),
 			},
 			wantShrunk: "ns/a-young-4",
 		},
 		"waits for nodes, not quota: nothing": {
-			policy: ReclaimLowerPriority, grace: dur(0), priority: 5, created: 10,
-			nodes:  []Node{gpuNode("a", 8)},
-			ledger: []Grant{grantIn(inQueue("team-a", "a-young", 2, 2, 2), "a", 2), grantIn(inQueue("other", "o", 6, 6, 0), "a", 6)},
+			policy: engine.ReclaimLowerPriority, grace: dur(0), priority: 5, created: 10,
+			nodes:  []engine.Node{wrappers.EngineNode("a", 8)},
+			ledger: []engine.Grant{wrappers.Grant(wrappers.Gang("a-young", 2, 2, 2, wrappers.InQueue("team-a")), wrappers.Repeat("a", 2)), wrappers.Grant(wrappers.Gang("o", 6, 6, 0, wrappers.InQueue("other")), wrappers.Repeat("a", 6))},
 		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			nodes := tc.nodes
 			if nodes == nil {
-				nodes = []Node{gpuNode("a", 8), gpuNode("b", 8)}
+				nodes = []engine.Node{wrappers.EngineNode("a", 8), wrappers.EngineNode("b", 8)}
 			}
 			l := tc.ledger
 			if l == nil {
 				l = ledger()
 			}
-			q := gpuQueue("team-a", "", 8)
+			q := wrappers.EngineQueue("team-a", "", 8)
 			q.WithinQueue, q.ReclaimGrace = tc.policy, tc.grace
-			s := NewState(Config{StarvationBound: time.Hour}, nodes, l)
-			s.SetQueues([]Queue{q, gpuQueue("other", "", 8)})
-			w := inQueue("team-a", "high", 4, 4, tc.created)
-			w.Queued, w.Priority = t0.Add(10*time.Minute), tc.priority
+			s := engine.NewState(engine.Config{StarvationBound: time.Hour}, nodes, l)
+			s.SetQueues([]engine.Queue{q, wrappers.EngineQueue("other", "", 8)})
+			w := wrappers.Gang("high", 4, 4, tc.created, wrappers.InQueue("team-a"))
+			w.Queued, w.Priority = Epoch.Add(10*time.Minute), tc.priority
 			s.Submit(w)
-			now := t0.Add(15 * time.Minute)
+			now := Epoch.Add(15 * time.Minute)
 			plan := s.Cycle(now)
 			if got := preempted(plan); got != tc.wantPreempted {
 				t.Fatalf("preempted %q, want %q; waiting %+v", got, tc.wantPreempted, plan.Waiting)
 			}
-			if got := shrunk(plan); got != tc.wantShrunk {
+			if got := shrinks(plan); got != tc.wantShrunk {
 				t.Fatalf("shrunk %q, want %q", got, tc.wantShrunk)
 			}
 			if tc.wantPreempted == "" && tc.wantShrunk == "" {
@@ -288,14 +282,14 @@ func TestPreemptWithinQueue(t *testing.T) {
 }
 
 func TestWithinQueueMessage(t *testing.T) {
-	s := NewState(Config{StarvationBound: time.Hour}, []Node{gpuNode("a", 8)}, []Grant{grantIn(inQueue("team-a", "low", 8, 8, 0), "a", 8)})
-	q := gpuQueue("team-a", "", 8)
-	q.WithinQueue, q.ReclaimGrace = ReclaimLowerPriority, dur(2*time.Minute)
-	s.SetQueues([]Queue{q})
-	w := inQueue("team-a", "urgent", 8, 8, 5)
+	s := engine.NewState(engine.Config{StarvationBound: time.Hour}, []engine.Node{wrappers.EngineNode("a", 8)}, []engine.Grant{wrappers.Grant(wrappers.Gang("low", 8, 8, 0, wrappers.InQueue("team-a")), wrappers.Repeat("a", 8))})
+	q := wrappers.EngineQueue("team-a", "", 8)
+	q.WithinQueue, q.ReclaimGrace = engine.ReclaimLowerPriority, dur(2*time.Minute)
+	s.SetQueues([]engine.Queue{q})
+	w := wrappers.Gang("urgent", 8, 8, 5, wrappers.InQueue("team-a"))
 	w.Priority = 100
 	s.Submit(w)
-	plan := s.Cycle(t0.Add(8 * time.Minute))
+	plan := s.Cycle(Epoch.Add(8 * time.Minute))
 	want := "preempted within queue team-a (withinQueue LowerPriority) for ns/urgent/train, priority 100 over its 0, which waited 3m0s for the queue's quota (reclaimGracePeriod 2m0s); its 8 workers held 8 nvidia.com/gpu, queue team-a used 8 of its nominal 8"
 	if len(plan.Preemptions) != 1 || plan.Preemptions[0].Message != want {
 		t.Fatalf("preemptions %+v\nwant message %q", plan.Preemptions, want)
@@ -306,14 +300,14 @@ func TestWithinQueueMessage(t *testing.T) {
 // changes a decision, so a caller that cycles only on events (the
 // simulator) preempts at the grace period's end, not at the next event.
 func TestRecheckNamesTheNextTimedDecision(t *testing.T) {
-	nodes := []Node{gpuNode("a", 8), gpuNode("b", 8)}
-	ledger := []Grant{
-		grantIn(inQueue("team-a", "a-old", 8, 8, 0), "a", 8),
-		grantIn(inQueue("team-a", "a-young", 8, 8, 1), "b", 8),
+	nodes := []engine.Node{wrappers.EngineNode("a", 8), wrappers.EngineNode("b", 8)}
+	ledger := []engine.Grant{
+		wrappers.Grant(wrappers.Gang("a-old", 8, 8, 0, wrappers.InQueue("team-a")), wrappers.Repeat("a", 8)),
+		wrappers.Grant(wrappers.Gang("a-young", 8, 8, 1, wrappers.InQueue("team-a")), wrappers.Repeat("b", 8)),
 	}
-	s := NewState(Config{StarvationBound: time.Hour}, nodes, ledger)
-	s.SetQueues([]Queue{gpuQueue("team-a", "research", 8), lender(ReclaimAny, dur(5*time.Minute))})
-	w := inQueue("team-b", "b", 8, 8, 10)
+	s := engine.NewState(engine.Config{StarvationBound: time.Hour}, nodes, ledger)
+	s.SetQueues([]engine.Queue{wrappers.EngineQueue("team-a", "research", 8), lender(engine.ReclaimAny, dur(5*time.Minute))})
+	w := wrappers.Gang("b", 8, 8, 10, wrappers.InQueue("team-b"))
 	s.Submit(w)
 
 	plan := s.Cycle(w.Queued.Add(time.Minute))
@@ -328,11 +322,11 @@ func TestRecheckNamesTheNextTimedDecision(t *testing.T) {
 		t.Fatalf("after the preemption: Recheck %v, want the starvation bound %v", plan.Recheck, want)
 	}
 
-	s = NewState(Config{StarvationBound: time.Hour}, nodes, nil)
-	retry := req("r", 1, 1, 0)
-	retry.NotBefore = t0.Add(30 * time.Second)
+	s = engine.NewState(engine.Config{StarvationBound: time.Hour}, nodes, nil)
+	retry := wrappers.Gang("r", 1, 1, 0)
+	retry.NotBefore = Epoch.Add(30 * time.Second)
 	s.Submit(retry)
-	if plan := s.Cycle(t0); !plan.Recheck.Equal(retry.NotBefore) || reserved(plan) != "" {
+	if plan := s.Cycle(Epoch); !plan.Recheck.Equal(retry.NotBefore) || reserved(plan) != "" {
 		t.Fatalf("backoff: Recheck %v, reserved %q; want %v and nothing", plan.Recheck, reserved(plan), retry.NotBefore)
 	}
 	if plan := s.Cycle(retry.NotBefore); reserved(plan) != "ns/r" || !plan.Recheck.IsZero() {
@@ -350,7 +344,7 @@ func TestRecheckNamesTheNextTimedDecision(t *testing.T) {
 // (team-a's withinQueue policy preempts nothing). Only team-c's elastic
 // surplus, which is borrowed, is to be taken.
 func TestPreemptNotForWhatTheCycleLent(t *testing.T) {
-	nodes := []Node{gpuNode("a", 2), gpuNode("b", 3)}
+	nodes := []engine.Node{wrappers.EngineNode("a", 2), wrappers.EngineNode("b", 3)}
 	cases := map[string]struct {
 		grace         time.Duration
 		oldPriority   int32 // a-old's; team-b's waiting gang has 1
@@ -371,23 +365,23 @@ func TestPreemptNotForWhatTheCycleLent(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			old := inQueue("team-a", "a-old", 1, 1, 0)
+			old := wrappers.Gang("a-old", 1, 1, 0, wrappers.InQueue("team-a"))
 			old.Priority = tc.oldPriority
-			ledger := []Grant{
-				grantIn(old, "a", 1), // team-a: 1 of its nominal 1
-				grantIn(inQueue("team-c", "c-elastic", 1, 2, 1), "b", 2), // team-c: 2 of 1
+			ledger := []engine.Grant{
+				wrappers.Grant(old, wrappers.Repeat("a", 1)),                                                             // team-a: 1 of its nominal 1
+				wrappers.Grant(wrappers.Gang("c-elastic", 1, 2, 1, wrappers.InQueue("team-c")), wrappers.Repeat("b", 2)), // team-c: 2 of 1
 			}
-			s := NewState(Config{StarvationBound: time.Hour}, nodes, ledger)
-			qb := gpuQueue("team-b", "c1", 3)
-			qb.Reclaim, qb.ReclaimGrace = ReclaimLowerPriority, dur(tc.grace)
-			s.SetQueues([]Queue{gpuQueue("team-a", "c1", 1), qb, gpuQueue("team-c", "c1", 1)})
-			b := inQueue("team-b", "b", 3, 3, 10)
+			s := engine.NewState(engine.Config{StarvationBound: time.Hour}, nodes, ledger)
+			qb := wrappers.EngineQueue("team-b", "c1", 3)
+			qb.Reclaim, qb.ReclaimGrace = engine.ReclaimLowerPriority, dur(tc.grace)
+			s.SetQueues([]engine.Queue{wrappers.EngineQueue("team-a", "c1", 1), qb, wrappers.EngineQueue("team-c", "c1", 1)})
+			b := wrappers.Gang("b", 3, 3, 10, wrappers.InQueue("team-b"))
 			b.Priority = 1
-			aNew := inQueue("team-a", "a-new", 1, 1, 11)
+			aNew := wrappers.Gang("a-new", 1, 1, 11, wrappers.InQueue("team-a"))
 			aNew.Priority = 1
 			s.Submit(b)
 			s.Submit(aNew)
-			now := t0.Add(12 * time.Minute)
+			now := Epoch.Add(12 * time.Minute)
 			plan := s.Cycle(now)
 			if got := reserved(plan); got != tc.wantReserved {
 				t.Errorf("reserved %q, want %q", got, tc.wantReserved)
@@ -395,7 +389,7 @@ func TestPreemptNotForWhatTheCycleLent(t *testing.T) {
 			if got := preempted(plan); got != tc.wantPreempted {
 				t.Errorf("preempted %q, want %q: %+v", got, tc.wantPreempted, plan.Preemptions)
 			}
-			if got := shrunk(plan); got != tc.wantShrunk {
+			if got := shrinks(plan); got != tc.wantShrunk {
 				t.Errorf("shrunk %q, want %q", got, tc.wantShrunk)
 			}
 			if tc.wantReserved == "" {
@@ -433,17 +427,17 @@ func TestPreemptWithinQueueNotDeferred(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			q := gpuQueue("qa", "", 8)
-			q.WithinQueue, q.ReclaimGrace = ReclaimLowerPriority, tc.grace
-			lowA := inQueue("qa", "low-a", 2, 3, 1)
-			s := NewState(Config{StarvationBound: time.Hour}, []Node{gpuNode("n0", 7)}, []Grant{grantIn(lowA, "n0", 3)})
-			s.SetQueues([]Queue{q})
-			high := inQueue("qa", "high", 4, 6, 1)
+			q := wrappers.EngineQueue("qa", "", 8)
+			q.WithinQueue, q.ReclaimGrace = engine.ReclaimLowerPriority, tc.grace
+			lowA := wrappers.Gang("low-a", 2, 3, 1, wrappers.InQueue("qa"))
+			s := engine.NewState(engine.Config{StarvationBound: time.Hour}, []engine.Node{wrappers.EngineNode("n0", 7)}, []engine.Grant{wrappers.Grant(lowA, wrappers.Repeat("n0", 3))})
+			s.SetQueues([]engine.Queue{q})
+			high := wrappers.Gang("high", 4, 6, 1, wrappers.InQueue("qa"))
 			high.Priority = 1
-			lowB := inQueue("qa", "low-b", 3, 3, 2)
+			lowB := wrappers.Gang("low-b", 3, 3, 2, wrappers.InQueue("qa"))
 			s.Submit(high)
 			s.Submit(lowB)
-			now := t0.Add(2 * time.Minute)
+			now := Epoch.Add(2 * time.Minute)
 			plan := s.Cycle(now)
 			if got := reserved(plan); got != tc.wantReserved {
 				t.Errorf("reserved %q, want %q", got, tc.wantReserved)
@@ -458,7 +452,7 @@ func TestPreemptWithinQueueNotDeferred(t *testing.T) {
 			}
 			// Queued again at once, as the controller does, no victim is
 			// granted and preempted again at the same instant.
-			seen := map[GangKey]bool{}
+			seen := map[engine.GangKey]bool{}
 			for range 3 {
 				for _, p := range plan.Preemptions {
 					if seen[p.Gang] {

@@ -25,6 +25,7 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/phasegang/phasegang/engine"
+	"github.com/phasegang/phasegang/internal/wrappers"
 )
 
 // Default check counts (see the file comment).
@@ -76,9 +77,9 @@ func genNode(t *rapid.T, i int) engine.Node {
 			"gpu-type": rapid.SampledFrom([]string{"a100", "h100"}).Draw(t, "gpuType"),
 		},
 		Allocatable: engine.ResourceList{
-			GPU:    engine.Milli(int64(gpus)),
-			CPU:    engine.Milli(rapid.SampledFrom([]int64{16, 32, 64}).Draw(t, "cpu")),
-			Memory: rapid.SampledFrom([]int64{64, 128, 256}).Draw(t, "memGi") * Gi,
+			wrappers.GPU:    engine.Milli(int64(gpus)),
+			wrappers.CPU:    engine.Milli(rapid.SampledFrom([]int64{16, 32, 64}).Draw(t, "cpu")),
+			wrappers.Memory: rapid.SampledFrom([]int64{64, 128, 256}).Draw(t, "memGi") * wrappers.Gi,
 		},
 		Unschedulable: rapid.IntRange(0, 9).Draw(t, "cordon") == 0,
 	}
@@ -92,11 +93,11 @@ func genNode(t *rapid.T, i int) engine.Node {
 	}
 	if rapid.Bool().Draw(t, "used") {
 		n.Used = engine.ResourceList{
-			CPU:    engine.Milli(int64(rapid.IntRange(0, 4).Draw(t, "usedCPU"))),
-			Memory: int64(rapid.IntRange(0, 8).Draw(t, "usedMemGi")) * Gi,
+			wrappers.CPU:    engine.Milli(int64(rapid.IntRange(0, 4).Draw(t, "usedCPU"))),
+			wrappers.Memory: int64(rapid.IntRange(0, 8).Draw(t, "usedMemGi")) * wrappers.Gi,
 		}
 		if gpus > 1 && rapid.IntRange(0, 3).Draw(t, "usedGPU") == 0 {
-			n.Used[GPU] = engine.Milli(1)
+			n.Used[wrappers.GPU] = engine.Milli(1)
 		}
 	}
 	return n
@@ -114,9 +115,9 @@ func genPhase(t *rapid.T, j int, maxMin int) PhaseSpec {
 		Name: phaseNames[j],
 		Min:  int32(rapid.IntRange(1, maxMin).Draw(t, "min")),
 		Footprint: engine.ResourceList{
-			GPU:    engine.Milli(rapid.SampledFrom([]int64{0, 1, 1, 1, 1, 2}).Draw(t, "gpuPer")),
-			CPU:    rapid.SampledFrom([]int64{500, 1000, 2000, 4000}).Draw(t, "cpuPer"),
-			Memory: rapid.SampledFrom([]int64{1, 4, 8, 16}).Draw(t, "memPerGi") * Gi,
+			wrappers.GPU:    engine.Milli(rapid.SampledFrom([]int64{0, 1, 1, 1, 1, 2}).Draw(t, "gpuPer")),
+			wrappers.CPU:    rapid.SampledFrom([]int64{500, 1000, 2000, 4000}).Draw(t, "cpuPer"),
+			wrappers.Memory: rapid.SampledFrom([]int64{1, 4, 8, 16}).Draw(t, "memPerGi") * wrappers.Gi,
 		},
 		Duration: time.Duration(rapid.IntRange(1, 30).Draw(t, "durMin")) * time.Minute,
 	}
@@ -736,18 +737,10 @@ func TestPropNodeChurn(t *testing.T) {
 
 // ---- Examples ----
 
-func gpuNode(name string, gpus int64) engine.Node {
-	return engine.Node{
-		Name:        name,
-		Labels:      map[string]string{"pool": "a"},
-		Allocatable: engine.ResourceList{GPU: engine.Milli(gpus), CPU: engine.Milli(64), Memory: 512 * Gi},
-	}
-}
-
 func gpuPhase(name string, min, desired int32, gpus int64, d time.Duration) PhaseSpec {
 	return PhaseSpec{
 		Name: name, Min: min, Desired: desired, Duration: d,
-		Footprint: engine.ResourceList{GPU: engine.Milli(gpus), CPU: engine.Milli(4), Memory: 16 * Gi},
+		Footprint: engine.ResourceList{wrappers.GPU: engine.Milli(gpus), wrappers.CPU: engine.Milli(4), wrappers.Memory: 16 * wrappers.Gi},
 	}
 }
 
@@ -771,7 +764,7 @@ func mustClean(t *testing.T, h *Harness, r *Result) {
 func TestSeedScenario(t *testing.T) {
 	for _, mark := range []bool{false, true} {
 		t.Run(fmt.Sprintf("markRelease=%v", mark), func(t *testing.T) {
-			h := &Harness{Config: engine.DefaultConfig(), Nodes: []engine.Node{gpuNode("n0", 8)}, MarkRelease: mark, RecordLedger: true, CheckPure: true}
+			h := &Harness{Config: engine.DefaultConfig(), Nodes: []engine.Node{wrappers.EngineNode("n0", 8)}, MarkRelease: mark, RecordLedger: true, CheckPure: true}
 			for i := range 12 {
 				h.Pipelines = append(h.Pipelines, PipelineSpec{
 					Name:    fmt.Sprintf("ns/seed%02d", i),
@@ -814,7 +807,7 @@ func TestSeedScenario(t *testing.T) {
 func TestElasticStartsSmallAndGrows(t *testing.T) {
 	h := &Harness{
 		Config: engine.DefaultConfig(),
-		Nodes:  []engine.Node{gpuNode("n0", 8)},
+		Nodes:  []engine.Node{wrappers.EngineNode("n0", 8)},
 		Pipelines: []PipelineSpec{
 			{Name: "ns/rigid", Arrival: 0, Phases: []PhaseSpec{gpuPhase("train", 5, 5, 1, 10*time.Minute)}},
 			{Name: "ns/elastic", Arrival: time.Minute, Phases: []PhaseSpec{gpuPhase("train", 2, 8, 1, 60*time.Minute)}},
@@ -845,10 +838,10 @@ func TestElasticStartsSmallAndGrows(t *testing.T) {
 // needs the capacity.
 func TestShrinkForOlderGang(t *testing.T) {
 	cpuOnly := PhaseSpec{Name: "prep", Min: 1, Desired: 1, Duration: 10 * time.Minute,
-		Footprint: engine.ResourceList{CPU: engine.Milli(1), Memory: Gi}}
+		Footprint: engine.ResourceList{wrappers.CPU: engine.Milli(1), wrappers.Memory: wrappers.Gi}}
 	h := &Harness{
 		Config: engine.DefaultConfig(),
-		Nodes:  []engine.Node{gpuNode("n0", 8)},
+		Nodes:  []engine.Node{wrappers.EngineNode("n0", 8)},
 		Pipelines: []PipelineSpec{
 			{Name: "ns/older", Arrival: 0, Phases: []PhaseSpec{cpuOnly, gpuPhase("train", 4, 4, 1, 10*time.Minute)}},
 			{Name: "ns/elastic", Arrival: time.Minute, Phases: []PhaseSpec{gpuPhase("train", 2, 8, 1, 60*time.Minute)}},
@@ -880,10 +873,10 @@ func TestInfeasibleMessage(t *testing.T) {
 	key := engine.GangKey{Pipeline: "ns/big", Phase: "train"}
 	plan := engine.Schedule(engine.DefaultConfig(), engine.Snapshot{
 		Now:   Epoch,
-		Nodes: []engine.Node{gpuNode("n0", 8), gpuNode("n1", 8)},
+		Nodes: []engine.Node{wrappers.EngineNode("n0", 8), wrappers.EngineNode("n1", 8)},
 		Queue: []engine.Request{{
 			Gang: key, Created: Epoch, Queued: Epoch, Min: 1, Desired: 1,
-			Footprint: engine.ResourceList{GPU: engine.Milli(16)},
+			Footprint: engine.ResourceList{wrappers.GPU: engine.Milli(16)},
 		}},
 	})
 	if len(plan.Infeasible) != 1 || plan.Infeasible[0].Gang != key {
@@ -904,7 +897,7 @@ func TestInfeasibleMessage(t *testing.T) {
 func TestNodeLostRequeues(t *testing.T) {
 	h := &Harness{
 		Config: engine.DefaultConfig(),
-		Nodes:  []engine.Node{gpuNode("n0", 8), gpuNode("n1", 8)},
+		Nodes:  []engine.Node{wrappers.EngineNode("n0", 8), wrappers.EngineNode("n1", 8)},
 		Pipelines: []PipelineSpec{
 			{Name: "ns/p", Phases: []PhaseSpec{gpuPhase("train", 8, 8, 1, 30*time.Minute)}},
 		},
@@ -933,12 +926,12 @@ func TestNodeLostRequeues(t *testing.T) {
 // Schedule on a snapshot of the same State (State.Grants() as the ledger)
 // must say the same.
 func TestSnapshotOfLostGrantSaysNodeLost(t *testing.T) {
-	nodes := []engine.Node{gpuNode("n0", 8), gpuNode("n1", 8)}
+	nodes := []engine.Node{wrappers.EngineNode("n0", 8), wrappers.EngineNode("n1", 8)}
 	cfg := engine.DefaultConfig()
 	s := engine.NewState(cfg, nodes, nil)
 	key := engine.GangKey{Pipeline: "ns/p", Phase: "train"}
 	s.Submit(engine.Request{Gang: key, Created: Epoch, Queued: Epoch, Min: 8, Desired: 8,
-		Footprint: engine.ResourceList{GPU: engine.Milli(1)}})
+		Footprint: engine.ResourceList{wrappers.GPU: engine.Milli(1)}})
 	p := s.Cycle(Epoch)
 	if len(p.Reserves) != 1 {
 		t.Fatalf("not reserved: %+v", p)

@@ -12,6 +12,7 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/phasegang/phasegang/engine"
+	"github.com/phasegang/phasegang/internal/wrappers"
 )
 
 // queueChecks is TestPropQueues' number of random runs (see setChecks).
@@ -47,7 +48,7 @@ func TestPropQueues(t *testing.T) {
 	rapid.Check(t, func(rt *rapid.T) {
 		var nodes []engine.Node
 		for i := range rapid.IntRange(1, 4).Draw(rt, "nodes") {
-			nodes = append(nodes, gpuNode(fmt.Sprintf("n%d", i), int64(rapid.IntRange(1, 8).Draw(rt, "gpus"))))
+			nodes = append(nodes, wrappers.EngineNode(fmt.Sprintf("n%d", i), int64(rapid.IntRange(1, 8).Draw(rt, "gpus"))))
 		}
 		names := []string{"default", "qa", "qb", "qc"}
 		var queues []engine.Queue
@@ -71,7 +72,7 @@ func TestPropQueues(t *testing.T) {
 				v := min(engine.Milli(int64(rapid.IntRange(0, 10).Draw(rt, "lendingLimit"))), nominal)
 				qq.LendingLimit = &v
 			}
-			q.Resources = map[engine.ResourceName]engine.QueueQuota{GPU: qq}
+			q.Resources = map[engine.ResourceName]engine.QueueQuota{wrappers.GPU: qq}
 			queues = append(queues, q)
 		}
 		byName := map[string]engine.Queue{}
@@ -93,7 +94,7 @@ func TestPropQueues(t *testing.T) {
 					Gang:     engine.GangKey{Pipeline: fmt.Sprintf("ns/p%d", len(reqs)), Phase: "train"},
 					Priority: int32(rapid.IntRange(0, 2).Draw(rt, "priority")),
 					Created:  now, Queued: now, Min: min, Desired: min + int32(rapid.IntRange(0, 4).Draw(rt, "extra")),
-					Footprint: engine.ResourceList{GPU: engine.Milli(int64(rapid.IntRange(1, 2).Draw(rt, "perWorker")))},
+					Footprint: engine.ResourceList{wrappers.GPU: engine.Milli(int64(rapid.IntRange(1, 2).Draw(rt, "perWorker")))},
 					Queue:     rapid.SampledFrom([]string{"", "qa", "qb", "qc", "qd"}).Draw(rt, "queue"),
 				}
 				reqs[r.Gang] = r
@@ -133,20 +134,20 @@ func TestPropQueues(t *testing.T) {
 			onNode := map[string]int64{}
 			for _, g := range s.Grants() {
 				if q, ok := queueOf(g.Request, byName); ok {
-					used[q.Name] += int64(len(g.Workers)) * g.Footprint[GPU]
+					used[q.Name] += int64(len(g.Workers)) * g.Footprint[wrappers.GPU]
 				}
 				for _, n := range g.Workers {
-					onNode[n] += g.Footprint[GPU]
+					onNode[n] += g.Footprint[wrappers.GPU]
 				}
 			}
 			for _, n := range nodes {
-				if onNode[n.Name] > n.Allocatable[GPU] {
-					rt.Fatalf("step %d: node %s overcommitted: %d of %d", step, n.Name, onNode[n.Name], n.Allocatable[GPU])
+				if onNode[n.Name] > n.Allocatable[wrappers.GPU] {
+					rt.Fatalf("step %d: node %s overcommitted: %d of %d", step, n.Name, onNode[n.Name], n.Allocatable[wrappers.GPU])
 				}
 			}
 			borrowing := false
 			for _, q := range queues {
-				qq := q.Resources[GPU]
+				qq := q.Resources[wrappers.GPU]
 				most := qq.Nominal
 				if q.Cohort != "" && qq.BorrowingLimit != nil {
 					most += *qq.BorrowingLimit
@@ -167,7 +168,7 @@ func TestPropQueues(t *testing.T) {
 					if q.Cohort != cohort {
 						continue
 					}
-					qq := q.Resources[GPU]
+					qq := q.Resources[wrappers.GPU]
 					lend := qq.Nominal
 					if qq.LendingLimit != nil {
 						lend = *qq.LendingLimit
@@ -220,12 +221,12 @@ func neverAdmitted(r engine.Request, byName map[string]engine.Queue, queues []en
 	if !ok {
 		return false
 	}
-	qq := q.Resources[GPU]
+	qq := q.Resources[wrappers.GPU]
 	most := qq.Nominal
 	if q.Cohort != "" {
 		for _, m := range queues {
 			if m.Cohort == q.Cohort && m.Name != q.Name {
-				mq := m.Resources[GPU]
+				mq := m.Resources[wrappers.GPU]
 				lend := mq.Nominal
 				if mq.LendingLimit != nil {
 					lend = *mq.LendingLimit
@@ -237,5 +238,5 @@ func neverAdmitted(r engine.Request, byName map[string]engine.Queue, queues []en
 			most = min(most, qq.Nominal+*qq.BorrowingLimit)
 		}
 	}
-	return int64(r.Min)*r.Footprint[GPU] > most
+	return int64(r.Min)*r.Footprint[wrappers.GPU] > most
 }

@@ -1,4 +1,4 @@
-package engine
+package engine_test
 
 import (
 	"fmt"
@@ -7,23 +7,14 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/phasegang/phasegang/engine"
+	"github.com/phasegang/phasegang/internal/wrappers"
 )
 
-// gpuQueue is a queue of nominal GPUs, in cohort (if not "").
-func gpuQueue(name, cohort string, nominal int64) Queue {
-	return Queue{Name: name, Cohort: cohort, Resources: map[ResourceName]QueueQuota{gpu: {Nominal: Milli(nominal)}}}
-}
+func limit(units int64) *int64 { v := engine.Milli(units); return &v }
 
-func limit(units int64) *int64 { v := Milli(units); return &v }
-
-// inQueue is req in queue q.
-func inQueue(q, p string, min, desired int32, age int) Request {
-	r := req(p, min, desired, age)
-	r.Queue = q
-	return r
-}
-
-func reserved(plan Plan) string {
+func reserved(plan engine.Plan) string {
 	var got []string
 	for _, r := range plan.Reserves {
 		got = append(got, r.Gang.Pipeline)
@@ -31,7 +22,7 @@ func reserved(plan Plan) string {
 	return strings.Join(got, ",")
 }
 
-func waitOf(plan Plan, pipeline string) *Wait {
+func waitOf(plan engine.Plan, pipeline string) *engine.Wait {
 	for i := range plan.Waiting {
 		if plan.Waiting[i].Gang.Pipeline == pipeline {
 			return &plan.Waiting[i]
@@ -41,11 +32,11 @@ func waitOf(plan Plan, pipeline string) *Wait {
 }
 
 func TestQueueAdmission(t *testing.T) {
-	nodes := []Node{gpuNode("a", 8), gpuNode("b", 8)}
+	nodes := []engine.Node{wrappers.EngineNode("a", 8), wrappers.EngineNode("b", 8)}
 	cases := map[string]struct {
-		queues []Queue
-		ledger []Grant
-		queue  []Request
+		queues []engine.Queue
+		ledger []engine.Grant
+		queue  []engine.Request
 		// wantReserved lists the pipelines granted, in order.
 		wantReserved string
 		// wantWait is the waiting message of ns/<waiting>.
@@ -53,98 +44,98 @@ func TestQueueAdmission(t *testing.T) {
 		wantInfeasible    string
 	}{
 		"no queues: nothing limits": {
-			queue:        []Request{inQueue("", "a", 8, 8, 0), inQueue("", "b", 8, 8, 1)},
+			queue:        []engine.Request{wrappers.Gang("a", 8, 8, 0, wrappers.InQueue("")), wrappers.Gang("b", 8, 8, 1, wrappers.InQueue(""))},
 			wantReserved: "ns/a,ns/b",
 		},
 		"nominal quota holds a gang back, with the numbers": {
-			queues:       []Queue{gpuQueue("team-a", "", 8)},
-			ledger:       []Grant{{Request: inQueue("team-a", "running", 6, 6, 0), Workers: []string{"a", "a", "a", "a", "a", "a"}}},
-			queue:        []Request{inQueue("team-a", "next", 4, 4, 1), inQueue("team-a", "small", 2, 2, 2)},
+			queues:       []engine.Queue{wrappers.EngineQueue("team-a", "", 8)},
+			ledger:       []engine.Grant{{Request: wrappers.Gang("running", 6, 6, 0, wrappers.InQueue("team-a")), Workers: []string{"a", "a", "a", "a", "a", "a"}}},
+			queue:        []engine.Request{wrappers.Gang("next", 4, 4, 1, wrappers.InQueue("team-a")), wrappers.Gang("small", 2, 2, 2, wrappers.InQueue("team-a"))},
 			wantReserved: "ns/small",
 			waiting:      "ns/next", wantWait: "queue team-a allows 2 more nvidia.com/gpu (nominal 8, 6 in use); the gang needs 4",
 		},
 		"an idle cohort member lends its nominal quota": {
-			queues:       []Queue{gpuQueue("team-a", "research", 4), gpuQueue("team-b", "research", 8)},
-			queue:        []Request{inQueue("team-a", "burst", 12, 12, 0)},
+			queues:       []engine.Queue{wrappers.EngineQueue("team-a", "research", 4), wrappers.EngineQueue("team-b", "research", 8)},
+			queue:        []engine.Request{wrappers.Gang("burst", 12, 12, 0, wrappers.InQueue("team-a"))},
 			wantReserved: "ns/burst",
 		},
 		"lendingLimit keeps the rest of the lender's quota": {
-			queues: []Queue{gpuQueue("team-a", "research", 4), func() Queue {
-				q := gpuQueue("team-b", "research", 8)
-				q.Resources[gpu] = QueueQuota{Nominal: Milli(8), LendingLimit: limit(2)}
+			queues: []engine.Queue{wrappers.EngineQueue("team-a", "research", 4), func() engine.Queue {
+				q := wrappers.EngineQueue("team-b", "research", 8)
+				q.Resources[wrappers.GPU] = engine.QueueQuota{Nominal: engine.Milli(8), LendingLimit: limit(2)}
 				return q
 			}()},
-			queue:        []Request{inQueue("team-a", "burst", 6, 6, 0), inQueue("team-a", "more", 1, 1, 1)},
+			queue:        []engine.Request{wrappers.Gang("burst", 6, 6, 0, wrappers.InQueue("team-a")), wrappers.Gang("more", 1, 1, 1, wrappers.InQueue("team-a"))},
 			wantReserved: "ns/burst",
 			waiting:      "ns/more", wantWait: "queue team-a allows 0 more nvidia.com/gpu (nominal 4, 6 in use, with what cohort research lends now); the gang needs 1",
 		},
 		"borrowingLimit bounds the borrower": {
-			queues: []Queue{func() Queue {
-				q := gpuQueue("team-a", "research", 4)
-				q.Resources[gpu] = QueueQuota{Nominal: Milli(4), BorrowingLimit: limit(2)}
+			queues: []engine.Queue{func() engine.Queue {
+				q := wrappers.EngineQueue("team-a", "research", 4)
+				q.Resources[wrappers.GPU] = engine.QueueQuota{Nominal: engine.Milli(4), BorrowingLimit: limit(2)}
 				return q
-			}(), gpuQueue("team-b", "research", 8)},
-			ledger:  []Grant{{Request: inQueue("team-a", "running", 4, 4, 0), Workers: []string{"a", "a", "a", "a"}}},
-			queue:   []Request{inQueue("team-a", "more", 4, 4, 1)},
+			}(), wrappers.EngineQueue("team-b", "research", 8)},
+			ledger:  []engine.Grant{{Request: wrappers.Gang("running", 4, 4, 0, wrappers.InQueue("team-a")), Workers: []string{"a", "a", "a", "a"}}},
+			queue:   []engine.Request{wrappers.Gang("more", 4, 4, 1, wrappers.InQueue("team-a"))},
 			waiting: "ns/more", wantWait: "queue team-a allows 2 more nvidia.com/gpu (nominal 4, 4 in use, with what cohort research lends now); the gang needs 4",
 		},
 		"a lender's own use shrinks what it lends": {
-			queues:       []Queue{gpuQueue("team-a", "research", 4), gpuQueue("team-b", "research", 8)},
-			ledger:       []Grant{{Request: inQueue("team-b", "b-running", 6, 6, 0), Workers: []string{"b", "b", "b", "b", "b", "b"}}},
-			queue:        []Request{inQueue("team-a", "burst", 8, 8, 1), inQueue("team-a", "fits", 6, 6, 2)},
+			queues:       []engine.Queue{wrappers.EngineQueue("team-a", "research", 4), wrappers.EngineQueue("team-b", "research", 8)},
+			ledger:       []engine.Grant{{Request: wrappers.Gang("b-running", 6, 6, 0, wrappers.InQueue("team-b")), Workers: []string{"b", "b", "b", "b", "b", "b"}}},
+			queue:        []engine.Request{wrappers.Gang("burst", 8, 8, 1, wrappers.InQueue("team-a")), wrappers.Gang("fits", 6, 6, 2, wrappers.InQueue("team-a"))},
 			wantReserved: "ns/fits",
 			waiting:      "ns/burst", wantWait: "queue team-a allows 6 more nvidia.com/gpu (nominal 4, 0 in use, with what cohort research lends now); the gang needs 8",
 		},
 		"more than nominal plus borrowing, even idle, is Infeasible": {
-			queues: []Queue{func() Queue {
-				q := gpuQueue("team-a", "research", 4)
-				q.Resources[gpu] = QueueQuota{Nominal: Milli(4), BorrowingLimit: limit(4)}
+			queues: []engine.Queue{func() engine.Queue {
+				q := wrappers.EngineQueue("team-a", "research", 4)
+				q.Resources[wrappers.GPU] = engine.QueueQuota{Nominal: engine.Milli(4), BorrowingLimit: limit(4)}
 				return q
-			}(), gpuQueue("team-b", "research", 8)},
-			queue:          []Request{inQueue("team-a", "huge", 10, 10, 0)},
+			}(), wrappers.EngineQueue("team-b", "research", 8)},
+			queue:          []engine.Request{wrappers.Gang("huge", 10, 10, 0, wrappers.InQueue("team-a"))},
 			wantInfeasible: "queue team-a can hold at most 8 nvidia.com/gpu (nominal 4, borrowingLimit 4); the gang needs 10 at once",
 		},
 		"more than the whole cohort is Infeasible": {
-			queues:         []Queue{gpuQueue("team-a", "research", 4), gpuQueue("team-b", "research", 2)},
-			queue:          []Request{inQueue("team-a", "huge", 10, 10, 0)},
+			queues:         []engine.Queue{wrappers.EngineQueue("team-a", "research", 4), wrappers.EngineQueue("team-b", "research", 2)},
+			queue:          []engine.Request{wrappers.Gang("huge", 10, 10, 0, wrappers.InQueue("team-a"))},
 			wantInfeasible: "queue team-a can hold at most 6 nvidia.com/gpu (nominal 4 and all its cohort research lends); the gang needs 10 at once",
 		},
 		"without a cohort, more than nominal is Infeasible": {
-			queues:         []Queue{gpuQueue("team-a", "", 4)},
-			queue:          []Request{inQueue("team-a", "huge", 5, 5, 0)},
+			queues:         []engine.Queue{wrappers.EngineQueue("team-a", "", 4)},
+			queue:          []engine.Request{wrappers.Gang("huge", 5, 5, 0, wrappers.InQueue("team-a"))},
 			wantInfeasible: "queue team-a can hold at most 4 nvidia.com/gpu (its nominal quota); the gang needs 5 at once",
 		},
 		"a queue that does not exist: the gang waits for it": {
-			queues:  []Queue{gpuQueue("team-a", "", 8)},
-			queue:   []Request{inQueue("team-x", "lost", 1, 1, 0)},
+			queues:  []engine.Queue{wrappers.EngineQueue("team-a", "", 8)},
+			queue:   []engine.Request{wrappers.Gang("lost", 1, 1, 0, wrappers.InQueue("team-x"))},
 			waiting: "ns/lost", wantWait: "queue team-x does not exist; the gang waits until a TenantQueue of that name is created",
 		},
 		"no queueName goes to the default queue": {
-			queues:         []Queue{gpuQueue("default", "", 2)},
-			queue:          []Request{inQueue("", "plain", 4, 4, 0)},
+			queues:         []engine.Queue{wrappers.EngineQueue("default", "", 2)},
+			queue:          []engine.Request{wrappers.Gang("plain", 4, 4, 0, wrappers.InQueue(""))},
 			wantInfeasible: "queue default can hold at most 2 nvidia.com/gpu (its nominal quota); the gang needs 4 at once",
 		},
 		"no queueName and no default queue: not limited": {
-			queues:       []Queue{gpuQueue("team-a", "", 2)},
-			queue:        []Request{inQueue("", "plain", 4, 4, 0)},
+			queues:       []engine.Queue{wrappers.EngineQueue("team-a", "", 2)},
+			queue:        []engine.Request{wrappers.Gang("plain", 4, 4, 0, wrappers.InQueue(""))},
 			wantReserved: "ns/plain",
 		},
 		"a resource the queue does not name is not limited": {
-			queues: []Queue{{Name: "team-a", Resources: map[ResourceName]QueueQuota{"cpu": {Nominal: Milli(64)}}}},
-			queue:  []Request{inQueue("team-a", "gpus", 16, 16, 0)},
+			queues: []engine.Queue{{Name: "team-a", Resources: map[engine.ResourceName]engine.QueueQuota{"cpu": {Nominal: engine.Milli(64)}}}},
+			queue:  []engine.Request{wrappers.Gang("gpus", 16, 16, 0, wrappers.InQueue("team-a"))},
 			// One GPU each, no CPU: the queue's cpu quota is untouched.
 			wantReserved: "ns/gpus",
 		},
 		"pods count workers": {
-			queues:         []Queue{{Name: "team-a", Resources: map[ResourceName]QueueQuota{"pods": {Nominal: Milli(3)}}}},
-			queue:          []Request{inQueue("team-a", "four", 4, 4, 0), inQueue("team-a", "three", 3, 3, 1)},
+			queues:         []engine.Queue{{Name: "team-a", Resources: map[engine.ResourceName]engine.QueueQuota{"pods": {Nominal: engine.Milli(3)}}}},
+			queue:          []engine.Request{wrappers.Gang("four", 4, 4, 0, wrappers.InQueue("team-a")), wrappers.Gang("three", 3, 3, 1, wrappers.InQueue("team-a"))},
 			wantInfeasible: "queue team-a can hold at most 3 pods (its nominal quota); the gang needs 4 at once",
 			wantReserved:   "ns/three",
 		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			plan := Schedule(DefaultConfig(), Snapshot{Now: t0, Nodes: nodes, Ledger: tc.ledger, Queue: tc.queue, Queues: tc.queues})
+			plan := engine.Schedule(engine.DefaultConfig(), engine.Snapshot{Now: Epoch, Nodes: nodes, Ledger: tc.ledger, Queue: tc.queue, Queues: tc.queues})
 			if got := reserved(plan); got != tc.wantReserved {
 				t.Errorf("reserved %q, want %q", got, tc.wantReserved)
 			}
@@ -160,7 +151,7 @@ func TestQueueAdmission(t *testing.T) {
 				if w == nil {
 					t.Fatalf("%s does not wait: %+v", tc.waiting, plan)
 				}
-				if w.Reason != WaitQueue || w.Message() != tc.wantWait {
+				if w.Reason != engine.WaitQueue || w.Message() != tc.wantWait {
 					t.Errorf("wait: reason %s, message\n got %q\nwant %q", w.Reason, w.Message(), tc.wantWait)
 				}
 			}
@@ -182,16 +173,16 @@ func TestQueueAdmission(t *testing.T) {
 // fair share goes first, even with an older gang in another queue; within
 // a queue, queue order (priority, age) stands.
 func TestQueueFairShareOrder(t *testing.T) {
-	nodes := []Node{gpuNode("a", 8)}
-	queues := []Queue{gpuQueue("team-a", "research", 8), gpuQueue("team-b", "research", 8)}
+	nodes := []engine.Node{wrappers.EngineNode("a", 8)}
+	queues := []engine.Queue{wrappers.EngineQueue("team-a", "research", 8), wrappers.EngineQueue("team-b", "research", 8)}
 	// team-a already uses 4 of its 8; team-b nothing. Room for one more
 	// 4-GPU gang on the node.
-	ledger := []Grant{{Request: inQueue("team-a", "a-running", 4, 4, 0), Workers: []string{"a", "a", "a", "a"}}}
-	queue := []Request{
-		inQueue("team-a", "a-old", 4, 4, 1),
-		inQueue("team-b", "b-young", 4, 4, 9),
+	ledger := []engine.Grant{{Request: wrappers.Gang("a-running", 4, 4, 0, wrappers.InQueue("team-a")), Workers: []string{"a", "a", "a", "a"}}}
+	queue := []engine.Request{
+		wrappers.Gang("a-old", 4, 4, 1, wrappers.InQueue("team-a")),
+		wrappers.Gang("b-young", 4, 4, 9, wrappers.InQueue("team-b")),
 	}
-	plan := Schedule(DefaultConfig(), Snapshot{Now: t0, Nodes: nodes, Ledger: ledger, Queue: queue, Queues: queues})
+	plan := engine.Schedule(engine.DefaultConfig(), engine.Snapshot{Now: Epoch, Nodes: nodes, Ledger: ledger, Queue: queue, Queues: queues})
 	if got := reserved(plan); got != "ns/b-young" {
 		t.Fatalf("reserved %q, want team-b's gang first (share 0 < team-a's 0.5)", got)
 	}
@@ -199,18 +190,18 @@ func TestQueueFairShareOrder(t *testing.T) {
 	// Weight 4 makes team-a's share 0.5 / 4 = 0.125; team-b's 1 GPU of 8
 	// (0.125) ties, and then the older gang goes first.
 	queues[0].Weight = 4000
-	ledger = append(ledger, Grant{Request: inQueue("team-b", "b-running", 1, 1, 0), Workers: []string{"a"}})
-	queue = []Request{inQueue("team-a", "a-old", 3, 3, 1), inQueue("team-b", "b-young", 3, 3, 9)}
-	plan = Schedule(DefaultConfig(), Snapshot{Now: t0, Nodes: nodes, Ledger: ledger, Queue: queue, Queues: queues})
+	ledger = append(ledger, engine.Grant{Request: wrappers.Gang("b-running", 1, 1, 0, wrappers.InQueue("team-b")), Workers: []string{"a"}})
+	queue = []engine.Request{wrappers.Gang("a-old", 3, 3, 1, wrappers.InQueue("team-a")), wrappers.Gang("b-young", 3, 3, 9, wrappers.InQueue("team-b"))}
+	plan = engine.Schedule(engine.DefaultConfig(), engine.Snapshot{Now: Epoch, Nodes: nodes, Ledger: ledger, Queue: queue, Queues: queues})
 	if got := reserved(plan); got != "ns/a-old" {
 		t.Fatalf("reserved %q, want team-a's older gang (equal shares after weight)", got)
 	}
 
 	// Within a queue: priority before age.
-	high := inQueue("team-b", "b-high", 4, 4, 5)
+	high := wrappers.Gang("b-high", 4, 4, 5, wrappers.InQueue("team-b"))
 	high.Priority = 10
-	queue = []Request{inQueue("team-b", "b-old", 4, 4, 1), high}
-	plan = Schedule(DefaultConfig(), Snapshot{Now: t0, Nodes: nodes, Ledger: ledger[:1], Queue: queue, Queues: queues})
+	queue = []engine.Request{wrappers.Gang("b-old", 4, 4, 1, wrappers.InQueue("team-b")), high}
+	plan = engine.Schedule(engine.DefaultConfig(), engine.Snapshot{Now: Epoch, Nodes: nodes, Ledger: ledger[:1], Queue: queue, Queues: queues})
 	if got := reserved(plan); got != "ns/b-high" {
 		t.Fatalf("reserved %q, want the higher-priority gang of team-b", got)
 	}
@@ -219,14 +210,14 @@ func TestQueueFairShareOrder(t *testing.T) {
 // TestQueueUsage: the Plan reports each queue's nominal, use, borrowing
 // and gang counts after the cycle.
 func TestQueueUsage(t *testing.T) {
-	nodes := []Node{gpuNode("a", 8), gpuNode("b", 8)}
-	queues := []Queue{gpuQueue("team-a", "research", 4), gpuQueue("team-b", "research", 8)}
-	plan := Schedule(DefaultConfig(), Snapshot{Now: t0, Nodes: nodes, Queues: queues, Queue: []Request{
-		inQueue("team-a", "burst", 6, 6, 0), inQueue("team-a", "more", 8, 8, 1),
+	nodes := []engine.Node{wrappers.EngineNode("a", 8), wrappers.EngineNode("b", 8)}
+	queues := []engine.Queue{wrappers.EngineQueue("team-a", "research", 4), wrappers.EngineQueue("team-b", "research", 8)}
+	plan := engine.Schedule(engine.DefaultConfig(), engine.Snapshot{Now: Epoch, Nodes: nodes, Queues: queues, Queue: []engine.Request{
+		wrappers.Gang("burst", 6, 6, 0, wrappers.InQueue("team-a")), wrappers.Gang("more", 8, 8, 1, wrappers.InQueue("team-a")),
 	}})
-	want := []QueueUsage{
-		{Name: "team-a", Nominal: ResourceList{gpu: Milli(4)}, Used: ResourceList{gpu: Milli(6)}, Borrowed: ResourceList{gpu: Milli(2)}, Admitted: 1, Pending: 1},
-		{Name: "team-b", Nominal: ResourceList{gpu: Milli(8)}, Used: ResourceList{gpu: 0}, Borrowed: ResourceList{}},
+	want := []engine.QueueUsage{
+		{Name: "team-a", Nominal: engine.ResourceList{wrappers.GPU: engine.Milli(4)}, Used: engine.ResourceList{wrappers.GPU: engine.Milli(6)}, Borrowed: engine.ResourceList{wrappers.GPU: engine.Milli(2)}, Admitted: 1, Pending: 1},
+		{Name: "team-b", Nominal: engine.ResourceList{wrappers.GPU: engine.Milli(8)}, Used: engine.ResourceList{wrappers.GPU: 0}, Borrowed: engine.ResourceList{}},
 	}
 	if d := cmp.Diff(want, plan.Queues); d != "" {
 		t.Errorf("queue usage (-want +got):\n%s", d)
@@ -239,38 +230,38 @@ func TestQueueUsage(t *testing.T) {
 // reclaim), so team-b's gang gets the quota as soon as team-a's running
 // phase ends, and team-a's next phase waits with the reason.
 func TestQueueReclaimAtPhaseBoundary(t *testing.T) {
-	nodes := []Node{gpuNode("a", 8), gpuNode("b", 8)}
-	for _, policy := range []ReclaimPolicy{ReclaimNever, ReclaimAny, ReclaimLowerPriority} {
+	nodes := []engine.Node{wrappers.EngineNode("a", 8), wrappers.EngineNode("b", 8)}
+	for _, policy := range []engine.ReclaimPolicy{engine.ReclaimNever, engine.ReclaimAny, engine.ReclaimLowerPriority} {
 		t.Run(string(policy), func(t *testing.T) {
-			queues := []Queue{gpuQueue("team-a", "research", 4), gpuQueue("team-b", "research", 12)}
+			queues := []engine.Queue{wrappers.EngineQueue("team-a", "research", 4), wrappers.EngineQueue("team-b", "research", 12)}
 			queues[1].Reclaim = policy
-			s := NewState(DefaultConfig(), nodes, nil)
+			s := engine.NewState(engine.DefaultConfig(), nodes, nil)
 			s.SetQueues(queues)
-			s.Submit(inQueue("team-a", "a-train", 12, 12, 0))
-			if plan := s.Cycle(t0); reserved(plan) != "ns/a-train" {
+			s.Submit(wrappers.Gang("a-train", 12, 12, 0, wrappers.InQueue("team-a")))
+			if plan := s.Cycle(Epoch); reserved(plan) != "ns/a-train" {
 				t.Fatalf("team-a could not borrow team-b's idle quota: %+v", plan)
 			}
 			// team-b's gang arrives: its 8 fit its nominal 12, but 8 of
 			// it are lent. team-a's next phase (4 GPUs, on borrowed
 			// quota: 12 of nominal 4 in use) queues too; the nodes have
 			// room for it.
-			s.Submit(inQueue("team-b", "b-train", 8, 8, 5))
-			next := inQueue("team-a", "a-validate", 2, 2, 0)
+			s.Submit(wrappers.Gang("b-train", 8, 8, 5, wrappers.InQueue("team-b")))
+			next := wrappers.Gang("a-validate", 2, 2, 0, wrappers.InQueue("team-a"))
 			next.Gang.Phase = "validate"
 			s.Submit(next)
-			plan := s.Cycle(t0.Add(time.Minute))
+			plan := s.Cycle(Epoch.Add(time.Minute))
 			a := waitOf(plan, "ns/a-validate")
 			switch policy {
-			case ReclaimNever:
+			case engine.ReclaimNever:
 				// Nothing is reclaimed: team-a's phase borrows on. (2 of
 				// the 12 are still free in the cohort pool.)
 				if reserved(plan) != "ns/a-validate" {
 					t.Fatalf("reserved %q, want a-validate on borrowed quota (no reclaim)", reserved(plan))
 				}
-			case ReclaimAny, ReclaimLowerPriority:
+			case engine.ReclaimAny, engine.ReclaimLowerPriority:
 				// LowerPriority: team-a's gangs have priority 0, like
 				// team-b's: not lower, so they are not held back.
-				if policy == ReclaimLowerPriority {
+				if policy == engine.ReclaimLowerPriority {
 					if reserved(plan) != "ns/a-validate" {
 						t.Fatalf("reserved %q, want a-validate (same priority is not lower)", reserved(plan))
 					}
@@ -289,8 +280,8 @@ func TestQueueReclaimAtPhaseBoundary(t *testing.T) {
 				}
 				// team-a's train phase ends: team-b's gang gets its quota
 				// before team-a's next phase borrows again.
-				s.Release(GangKey{Pipeline: "ns/a-train", Phase: "train"})
-				plan = s.Cycle(t0.Add(2 * time.Minute))
+				s.Release(engine.GangKey{Pipeline: "ns/a-train", Phase: "train"})
+				plan = s.Cycle(Epoch.Add(2 * time.Minute))
 				if got := reserved(plan); got != "ns/a-validate,ns/b-train" {
 					t.Fatalf("reserved %q after the borrower's phase ended, want both (a-validate within its nominal now)", got)
 				}
@@ -303,23 +294,23 @@ func TestQueueReclaimAtPhaseBoundary(t *testing.T) {
 // quotes (team A: nominal 8, borrowingLimit 6; team B: nominal 8,
 // lendingLimit 6, cohort research).
 func TestQueueDocsExample(t *testing.T) {
-	nodes := []Node{gpuNode("a", 8), gpuNode("b", 8)}
-	queues := []Queue{
-		{Name: "team-a", Cohort: "research", Resources: map[ResourceName]QueueQuota{gpu: {Nominal: Milli(8), BorrowingLimit: limit(6)}}},
-		{Name: "team-b", Cohort: "research", Resources: map[ResourceName]QueueQuota{gpu: {Nominal: Milli(8), LendingLimit: limit(6)}}},
+	nodes := []engine.Node{wrappers.EngineNode("a", 8), wrappers.EngineNode("b", 8)}
+	queues := []engine.Queue{
+		{Name: "team-a", Cohort: "research", Resources: map[engine.ResourceName]engine.QueueQuota{wrappers.GPU: {Nominal: engine.Milli(8), BorrowingLimit: limit(6)}}},
+		{Name: "team-b", Cohort: "research", Resources: map[engine.ResourceName]engine.QueueQuota{wrappers.GPU: {Nominal: engine.Milli(8), LendingLimit: limit(6)}}},
 	}
-	resnet := inQueue("team-a", "resnet", 12, 12, 1)
-	if plan := Schedule(DefaultConfig(), Snapshot{Now: t0, Nodes: nodes, Queues: queues, Queue: []Request{resnet}}); reserved(plan) != "ns/resnet" {
+	resnet := wrappers.Gang("resnet", 12, 12, 1, wrappers.InQueue("team-a"))
+	if plan := engine.Schedule(engine.DefaultConfig(), engine.Snapshot{Now: Epoch, Nodes: nodes, Queues: queues, Queue: []engine.Request{resnet}}); reserved(plan) != "ns/resnet" {
 		t.Errorf("with team B idle, resnet is not admitted: %+v", plan)
 	}
-	bRunning := Grant{Request: inQueue("team-b", "b", 6, 6, 0), Workers: []string{"b", "b", "b", "b", "b", "b"}}
-	plan := Schedule(DefaultConfig(), Snapshot{Now: t0, Nodes: nodes, Queues: queues, Ledger: []Grant{bRunning}, Queue: []Request{resnet}})
+	bRunning := engine.Grant{Request: wrappers.Gang("b", 6, 6, 0, wrappers.InQueue("team-b")), Workers: []string{"b", "b", "b", "b", "b", "b"}}
+	plan := engine.Schedule(engine.DefaultConfig(), engine.Snapshot{Now: Epoch, Nodes: nodes, Queues: queues, Ledger: []engine.Grant{bRunning}, Queue: []engine.Request{resnet}})
 	want := "queue team-a allows 10 more nvidia.com/gpu (nominal 8, 0 in use, with what cohort research lends now); the gang needs 12"
 	if w := waitOf(plan, "ns/resnet"); w == nil || w.Message() != want {
 		t.Errorf("with team B using 6, resnet waits %+v, want %q", w, want)
 	}
-	huge := inQueue("team-a", "huge", 16, 16, 1)
-	plan = Schedule(DefaultConfig(), Snapshot{Now: t0, Nodes: nodes, Queues: queues, Queue: []Request{huge}})
+	huge := wrappers.Gang("huge", 16, 16, 1, wrappers.InQueue("team-a"))
+	plan = engine.Schedule(engine.DefaultConfig(), engine.Snapshot{Now: Epoch, Nodes: nodes, Queues: queues, Queue: []engine.Request{huge}})
 	want = "queue team-a can hold at most 14 nvidia.com/gpu (nominal 8, borrowingLimit 6); the gang needs 16 at once"
 	if len(plan.Infeasible) != 1 || plan.Infeasible[0].Message != want {
 		t.Errorf("a 16-GPU gang: %+v, want Infeasible %q", plan.Infeasible, want)
@@ -333,14 +324,14 @@ func TestQueueDocsExample(t *testing.T) {
 // bare count would hide: the gangs told "0 gangs ahead" are overtaken by
 // two younger gangs that fit.
 func TestWaitAheadCountsTheGangsOwnQueue(t *testing.T) {
-	nodes := []Node{gpuNode("a", 4), gpuNode("b", 4)}
-	queues := []Queue{gpuQueue("team-a", "", 16), gpuQueue("team-b", "", 16)}
-	queue := []Request{
-		inQueue("team-a", "a-big", 8, 8, 0), inQueue("team-b", "b-big", 8, 8, 1),
-		inQueue("team-a", "a-next", 8, 8, 2), inQueue("team-b", "b-small", 3, 3, 3), inQueue("team-a", "a-small", 3, 3, 4),
+	nodes := []engine.Node{wrappers.EngineNode("a", 4), wrappers.EngineNode("b", 4)}
+	queues := []engine.Queue{wrappers.EngineQueue("team-a", "", 16), wrappers.EngineQueue("team-b", "", 16)}
+	queue := []engine.Request{
+		wrappers.Gang("a-big", 8, 8, 0, wrappers.InQueue("team-a")), wrappers.Gang("b-big", 8, 8, 1, wrappers.InQueue("team-b")),
+		wrappers.Gang("a-next", 8, 8, 2, wrappers.InQueue("team-a")), wrappers.Gang("b-small", 3, 3, 3, wrappers.InQueue("team-b")), wrappers.Gang("a-small", 3, 3, 4, wrappers.InQueue("team-a")),
 	}
-	ledger := []Grant{{Request: inQueue("team-b", "running", 1, 1, -1), Workers: []string{"a"}}}
-	plan := Schedule(DefaultConfig(), Snapshot{Now: t0, Nodes: nodes, Ledger: ledger, Queue: queue, Queues: queues})
+	ledger := []engine.Grant{{Request: wrappers.Gang("running", 1, 1, -1, wrappers.InQueue("team-b")), Workers: []string{"a"}}}
+	plan := engine.Schedule(engine.DefaultConfig(), engine.Snapshot{Now: Epoch, Nodes: nodes, Ledger: ledger, Queue: queue, Queues: queues})
 	if got := reserved(plan); got != "ns/a-small,ns/b-small" {
 		t.Fatalf("reserved %q, want both younger small gangs to backfill", got)
 	}
@@ -367,14 +358,14 @@ func TestWaitAheadCountsTheGangsOwnQueue(t *testing.T) {
 // to the elastic gang of the queue with the lowest share, not to the
 // oldest gang: team A already holds 10 of its 8 GPUs, team B 2.
 func TestGrowthGoesToTheQueueBelowItsShare(t *testing.T) {
-	nodes := []Node{gpuNode("n", 16)}
-	ledger := []Grant{
-		grantIn(inQueue("team-a", "a-old", 2, 12, 0), "n", 10),
-		grantIn(inQueue("team-b", "b-young", 2, 8, 5), "n", 2),
+	nodes := []engine.Node{wrappers.EngineNode("n", 16)}
+	ledger := []engine.Grant{
+		wrappers.Grant(wrappers.Gang("a-old", 2, 12, 0, wrappers.InQueue("team-a")), wrappers.Repeat("n", 10)),
+		wrappers.Grant(wrappers.Gang("b-young", 2, 8, 5, wrappers.InQueue("team-b")), wrappers.Repeat("n", 2)),
 	}
-	s := NewState(Config{StarvationBound: time.Hour}, nodes, ledger)
-	s.SetQueues([]Queue{gpuQueue("team-a", "c", 8), gpuQueue("team-b", "c", 8)})
-	plan := s.Cycle(t0.Add(time.Hour))
+	s := engine.NewState(engine.Config{StarvationBound: time.Hour}, nodes, ledger)
+	s.SetQueues([]engine.Queue{wrappers.EngineQueue("team-a", "c", 8), wrappers.EngineQueue("team-b", "c", 8)})
+	plan := s.Cycle(Epoch.Add(time.Hour))
 	var got []string
 	for _, g := range plan.Grows {
 		got = append(got, fmt.Sprintf("%s+%d", g.Gang.Pipeline, len(g.Workers)))

@@ -1,8 +1,11 @@
-package engine
+package engine_test
 
 import (
 	"testing"
 	"time"
+
+	"github.com/phasegang/phasegang/engine"
+	"github.com/phasegang/phasegang/internal/wrappers"
 )
 
 // ViewQueue lists the waiting gangs by queue and position within it (the
@@ -10,26 +13,26 @@ import (
 // running borrower a preemption would take first, without preempting
 // anything now.
 func TestViewQueue(t *testing.T) {
-	nodes := []Node{gpuNode("a", 8), gpuNode("b", 8)}
-	queues := []Queue{gpuQueue("team-a", "research", 8), lender(ReclaimAny, dur(time.Hour))}
-	ledger := []Grant{
-		grantIn(inQueue("team-a", "a-old", 8, 8, 0), "a", 8),
-		grantIn(inQueue("team-a", "a-mid", 4, 4, 1), "b", 4),
-		grantIn(inQueue("team-a", "a-young", 4, 4, 2), "b", 4),
+	nodes := []engine.Node{wrappers.EngineNode("a", 8), wrappers.EngineNode("b", 8)}
+	queues := []engine.Queue{wrappers.EngineQueue("team-a", "research", 8), lender(engine.ReclaimAny, dur(time.Hour))}
+	ledger := []engine.Grant{
+		wrappers.Grant(wrappers.Gang("a-old", 8, 8, 0, wrappers.InQueue("team-a")), wrappers.Repeat("a", 8)),
+		wrappers.Grant(wrappers.Gang("a-mid", 4, 4, 1, wrappers.InQueue("team-a")), wrappers.Repeat("b", 4)),
+		wrappers.Grant(wrappers.Gang("a-young", 4, 4, 2, wrappers.InQueue("team-a")), wrappers.Repeat("b", 4)),
 	}
-	queue := []Request{
-		inQueue("team-b", "b-young", 4, 4, 12), inQueue("team-a", "a-next", 4, 4, 3), inQueue("team-b", "b", 4, 4, 10),
+	queue := []engine.Request{
+		wrappers.Gang("b-young", 4, 4, 12, wrappers.InQueue("team-b")), wrappers.Gang("a-next", 4, 4, 3, wrappers.InQueue("team-a")), wrappers.Gang("b", 4, 4, 10, wrappers.InQueue("team-b")),
 	}
-	v := ViewQueue(DefaultConfig(), Snapshot{Now: t0.Add(15 * time.Minute), Nodes: nodes, Ledger: ledger, Queue: queue, Queues: queues})
+	v := engine.ViewQueue(engine.DefaultConfig(), engine.Snapshot{Now: Epoch.Add(15 * time.Minute), Nodes: nodes, Ledger: ledger, Queue: queue, Queues: queues})
 
 	want := []struct {
 		pipeline, queue string
 		position        int
-		reason          WaitReason
+		reason          engine.WaitReason
 	}{
-		{"ns/a-next", "team-a", 1, WaitQueue},
-		{"ns/b", "team-b", 1, WaitQueue},
-		{"ns/b-young", "team-b", 2, WaitQueue},
+		{"ns/a-next", "team-a", 1, engine.WaitQueue},
+		{"ns/b", "team-b", 1, engine.WaitQueue},
+		{"ns/b-young", "team-b", 2, engine.WaitQueue},
 	}
 	if len(v.Gangs) != len(want) {
 		t.Fatalf("%d gangs listed, want %d: %+v", len(v.Gangs), len(want), v.Gangs)
@@ -52,7 +55,7 @@ func TestViewQueue(t *testing.T) {
 	}
 
 	// Without queues: one order over the whole cluster, and no preview.
-	v = ViewQueue(DefaultConfig(), Snapshot{Now: t0, Nodes: nodes[:1], Queue: []Request{req("y", 4, 4, 2), req("x", 16, 16, 1), req("z", 2, 2, 3)}})
+	v = engine.ViewQueue(engine.DefaultConfig(), engine.Snapshot{Now: Epoch, Nodes: nodes[:1], Queue: []engine.Request{wrappers.Gang("y", 4, 4, 2), wrappers.Gang("x", 16, 16, 1), wrappers.Gang("z", 2, 2, 3)}})
 	if len(v.Gangs) != 3 || v.Gangs[0].Request.Gang.Pipeline != "ns/x" || v.Gangs[2].Position != 3 || v.Gangs[0].Queue != "" {
 		t.Fatalf("cluster order: %+v", v.Gangs)
 	}

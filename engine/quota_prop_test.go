@@ -12,6 +12,7 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/phasegang/phasegang/engine"
+	"github.com/phasegang/phasegang/internal/wrappers"
 )
 
 // quotaChecks is TestPropQuota's number of random runs (see setChecks).
@@ -36,14 +37,14 @@ func TestPropQuota(t *testing.T) {
 		namespaces := []string{"a", "b", "c"}
 		var nodes []engine.Node
 		for i := range rapid.IntRange(1, 4).Draw(rt, "nodes") {
-			nodes = append(nodes, gpuNode(fmt.Sprintf("n%d", i), int64(rapid.IntRange(1, 8).Draw(rt, "gpus"))))
+			nodes = append(nodes, wrappers.EngineNode(fmt.Sprintf("n%d", i), int64(rapid.IntRange(1, 8).Draw(rt, "gpus"))))
 		}
 		var quotas []engine.Quota
 		for _, ns := range namespaces {
 			if rapid.Bool().Draw(rt, "hasQuota") {
 				hard := int64(rapid.IntRange(0, 12).Draw(rt, "hard"))
-				q := engine.Quota{Namespace: ns, Name: "q", Hard: engine.ResourceList{GPU: engine.Milli(hard), "pods": engine.Milli(int64(rapid.IntRange(1, 12).Draw(rt, "podsHard")))}}
-				q.Used = engine.ResourceList{GPU: engine.Milli(int64(rapid.IntRange(0, int(hard)).Draw(rt, "used")))}
+				q := engine.Quota{Namespace: ns, Name: "q", Hard: engine.ResourceList{wrappers.GPU: engine.Milli(hard), "pods": engine.Milli(int64(rapid.IntRange(1, 12).Draw(rt, "podsHard")))}}
+				q.Used = engine.ResourceList{wrappers.GPU: engine.Milli(int64(rapid.IntRange(0, int(hard)).Draw(rt, "used")))}
 				quotas = append(quotas, q)
 			}
 		}
@@ -68,7 +69,7 @@ func TestPropQuota(t *testing.T) {
 				r := engine.Request{
 					Gang:    engine.GangKey{Pipeline: fmt.Sprintf("%s/p%d", ns, len(reqs)), Phase: "train"},
 					Created: now, Queued: now, Min: min, Desired: desired,
-					Footprint: engine.ResourceList{GPU: engine.Milli(int64(rapid.IntRange(1, 2).Draw(rt, "perWorker")))},
+					Footprint: engine.ResourceList{wrappers.GPU: engine.Milli(int64(rapid.IntRange(1, 2).Draw(rt, "perWorker")))},
 				}
 				reqs[r.Gang] = r
 				queued[r.Gang] = true

@@ -5,12 +5,13 @@ import (
 	"testing"
 
 	"github.com/phasegang/phasegang/engine"
+	"github.com/phasegang/phasegang/internal/wrappers"
 )
 
 func gpuRequest(pipeline, phase string, min int32, gpus int64) engine.Request {
 	return engine.Request{
 		Gang: engine.GangKey{Pipeline: pipeline, Phase: phase}, Min: min, Desired: min,
-		Created: Epoch, Queued: Epoch, Footprint: engine.ResourceList{GPU: engine.Milli(gpus)},
+		Created: Epoch, Queued: Epoch, Footprint: engine.ResourceList{wrappers.GPU: engine.Milli(gpus)},
 	}
 }
 
@@ -19,7 +20,7 @@ func gpuRequest(pipeline, phase string, min int32, gpus int64) engine.Request {
 // with the numbers, and other pipelines are not held back. Both entry
 // points (Schedule on a Snapshot, State.Expect) agree.
 func TestUpcomingPhaseThatNeverFitsHoldsItsPipeline(t *testing.T) {
-	nodes := []engine.Node{gpuNode("n1", 2), gpuNode("n2", 2)}
+	nodes := []engine.Node{wrappers.EngineNode("n1", 2), wrappers.EngineNode("n2", 2)}
 	queue := []engine.Request{gpuRequest("ml/doomed", "train", 2, 2), gpuRequest("ml/fine", "train", 1, 2)}
 	upcoming := []engine.Request{gpuRequest("ml/doomed", "test", 1, 4), gpuRequest("ml/fine", "test", 1, 1)}
 
@@ -50,7 +51,7 @@ func TestUpcomingPhaseThatNeverFitsHoldsItsPipeline(t *testing.T) {
 		if plan := st.Cycle(Epoch); len(plan.Reserves) != 0 {
 			t.Errorf("second cycle reserved %+v", plan.Reserves)
 		}
-		st.AddNode(gpuNode("big", 4))
+		st.AddNode(wrappers.EngineNode("big", 4))
 		if plan := st.Cycle(Epoch); len(plan.Reserves) != 1 || plan.Reserves[0].Gang.Pipeline != "ml/doomed" || len(plan.Infeasible) != 0 {
 			t.Errorf("after a 4-GPU node came: %+v", plan)
 		}
@@ -59,7 +60,7 @@ func TestUpcomingPhaseThatNeverFitsHoldsItsPipeline(t *testing.T) {
 
 // A queued gang that never fits holds its pipeline's siblings too.
 func TestQueuedGangThatNeverFitsHoldsItsSiblings(t *testing.T) {
-	st := engine.NewState(engine.DefaultConfig(), []engine.Node{gpuNode("n1", 2)}, nil)
+	st := engine.NewState(engine.DefaultConfig(), []engine.Node{wrappers.EngineNode("n1", 2)}, nil)
 	st.Submit(gpuRequest("ml/p", "a", 1, 1))
 	st.Submit(gpuRequest("ml/p", "b", 1, 8))
 	for range 2 {

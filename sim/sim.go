@@ -292,45 +292,51 @@ func (s *simulator) push(at time.Duration, e event) { s.events.Push(at, e) }
 
 func (s *simulator) loop() {
 	step := 0
-	for s.events.Len() > 0 {
-		s.now = s.events.At()
-		for s.events.Len() > 0 && s.events.At() == s.now {
-			e := s.events.Pop()
-			switch e.kind {
-			case evArrive:
-				s.arrive(e.pipe)
-			case evEnd:
-				if e.run.ver == e.ver && s.runs[e.run.key] == e.run {
-					s.end(e.run, false)
-				}
-			case evFail:
-				if s.runs[e.run.key] == e.run {
-					s.end(e.run, true)
-				}
-			case evNodeLost:
-				s.st.RemoveNode(e.node)
-				s.lostNodes = true // the next cycle releases its gangs
-			case evWake:
-				delete(s.wakes, s.now)
-			}
-		}
+	loop := eventqueue.Loop[event]{
+		Handle: s.handle,
 		// Progress pipelines and schedule until nothing changes at this
 		// instant (a whole-job pipeline starts its next phase at once).
-		for range 1000 {
+		Settle: func(time.Duration, int) bool {
 			s.progressDirty()
-			if !s.cycle() && len(s.dirty) == 0 {
-				break
+			return s.cycle() || len(s.dirty) > 0
+		},
+		MaxRounds: 1000,
+		AfterInstant: func(time.Duration) {
+			if s.queues != nil {
+				s.queues.sample(s)
 			}
-		}
-		if s.queues != nil {
-			s.queues.sample(s)
-		}
-		step++
-		if s.opts.Progress != nil && step%1024 == 0 {
-			s.opts.Progress(s.now, s.last)
-		}
+			step++
+			if s.opts.Progress != nil && step%1024 == 0 {
+				s.opts.Progress(s.now, s.last)
+			}
+		},
 	}
+	// An instant that finds no fixpoint in 1000 rounds moves on to the
+	// next, and there is no step cap: the run never stops early.
+	_, _ = loop.Run(&s.events)
 	s.detectStuck()
+}
+
+// handle applies one event at its instant.
+func (s *simulator) handle(now time.Duration, e event) {
+	s.now = now
+	switch e.kind {
+	case evArrive:
+		s.arrive(e.pipe)
+	case evEnd:
+		if e.run.ver == e.ver && s.runs[e.run.key] == e.run {
+			s.end(e.run, false)
+		}
+	case evFail:
+		if s.runs[e.run.key] == e.run {
+			s.end(e.run, true)
+		}
+	case evNodeLost:
+		s.st.RemoveNode(e.node)
+		s.lostNodes = true // the next cycle releases its gangs
+	case evWake:
+		delete(s.wakes, s.now)
+	}
 }
 
 func (s *simulator) arrive(p *pipeRun) {
