@@ -1,22 +1,14 @@
 package controllers
 
 import (
-	"context"
-	"errors"
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/fake"
-	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/phasegang/phasegang/apis/v1alpha1"
-	"github.com/phasegang/phasegang/internal/wrappers"
 )
 
 // Worker counts alone wait up to progressBatch to be written; any change
@@ -102,29 +94,7 @@ func TestStartingCountIsProgress(t *testing.T) {
 	}
 }
 
-// With the namespace's quota full, a create that repeats one the cache
-// does not show yet is refused by quota admission, not AlreadyExists: the
-// pod that exists on the API server makes it no refusal. A pod that does
-// not exist is refused as before.
-func TestRefusedCreateOfAnExistingPodIsNoRefusal(t *testing.T) {
-	ctx := context.Background()
-	quotaFull := apierrors.NewForbidden(corev1.Resource("pods"), "job-train-0",
-		errors.New("exceeded quota: gpu-quota, requested: requests.nvidia.com/gpu=1, used: requests.nvidia.com/gpu=12, limited: requests.nvidia.com/gpu=12"))
-	c := fake.NewClientBuilder().WithScheme(Scheme()).
-		WithInterceptorFuncs(interceptor.Funcs{Create: func(context.Context, client.WithWatch, client.Object, ...client.CreateOption) error {
-			return quotaFull
-		}}).Build()
-	existing := wrappers.MakePod("ns", "job-train-0", "n1", corev1.PodRunning, "1")
-	apiServer := fake.NewClientBuilder().WithScheme(Scheme()).WithObjects(&existing).Build()
-	r := &Reconciler{Client: c, APIReader: apiServer}
-
-	again := existing.DeepCopy()
-	again.ResourceVersion = ""
-	if err := r.createPod(ctx, again); !apierrors.IsAlreadyExists(err) {
-		t.Errorf("repeated create of an existing pod: %v, want AlreadyExists", err)
-	}
-	other := wrappers.MakePod("ns", "job-train-1", "n1", corev1.PodPending, "1")
-	if err := r.createPod(ctx, &other); refusalOf(err) == nil {
-		t.Errorf("create of a new pod over the quota: %v, want the quota's refusal", err)
-	}
-}
+// The reconciler's pod creates refused by quota admission (a repeated
+// create of an existing pod is no refusal) are tested against a real
+// kube-apiserver: TestRefusedCreateOfAnExistingPodIsNoRefusal in
+// test/e2e/inprocess_test.go.
