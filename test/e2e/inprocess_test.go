@@ -257,14 +257,14 @@ func TestCycleAssumesGrantsUntilTheirWriteReturns(t *testing.T) {
 	w.hold, w.fail = "job", fmt.Errorf("test: the API server is away")
 	p := startInProcess(t, ns, w.funcs())
 
-	job := makePT(ns, "job").phase("train", 4, 4, worker(pool, 1, 600, "")).create(t)
+	job := create(t, wrappers.NewPT(ns, "job").Phase("train", 4).PodTemplate(worker(pool, 1, 600, "")).Obj())
 	queued(t, job, p.clock.Now())
 	p.cached(t, job)
 	cycleReturns(t, p) // returns with job's grant write held
 	w.waitSent(t, "job", 1)
 
 	// A second pipeline for the same 4 GPUs, while job's grant is in flight.
-	next := makePT(ns, "next").phase("train", 4, 4, worker(pool, 1, 600, "")).create(t)
+	next := create(t, wrappers.NewPT(ns, "next").Phase("train", 4).PodTemplate(worker(pool, 1, 600, "")).Obj())
 	queued(t, next, p.clock.Now())
 	p.cached(t, next)
 	p.cycle(t)
@@ -305,7 +305,7 @@ func TestProposedFirstStatusIsWrittenWithTheGrant(t *testing.T) {
 	w := newStatusWrites()
 	p := startInProcess(t, ns, w.funcs())
 
-	job := makePT(ns, "job").phase("train", 2, 2, worker(pool, 1, 600, "")).create(t)
+	job := create(t, wrappers.NewPT(ns, "job").Phase("train", 2).PodTemplate(worker(pool, 1, 600, "")).Obj())
 	stored := p.cached(t, job)
 	p.reconcile(t, job) // proposes the first status
 	if sent, _ := w.count("job"); sent != 0 {
@@ -356,7 +356,7 @@ func TestProposalForAnOlderVersionIsDropped(t *testing.T) {
 	w := newStatusWrites()
 	p := startInProcess(t, ns, w.funcs())
 
-	job := makePT(ns, "job").phase("train", 2, 2, worker(pool, 1, 600, "")).create(t)
+	job := create(t, wrappers.NewPT(ns, "job").Phase("train", 2).PodTemplate(worker(pool, 1, 600, "")).Obj())
 	stored := p.cached(t, job)
 	first := firstStatus(t, stored, p.clock.Now())
 	if !p.s.Propose(stored, first, nil) {
@@ -396,7 +396,7 @@ func TestProposalDuringAnotherWrite(t *testing.T) {
 	w.hold = "job"
 	p := startInProcess(t, ns, w.funcs())
 
-	job := makePT(ns, "job").phase("train", 2, 2, worker(pool, 1, 600, "")).create(t)
+	job := create(t, wrappers.NewPT(ns, "job").Phase("train", 2).PodTemplate(worker(pool, 1, 600, "")).Obj())
 	queued(t, job, p.clock.Now())
 	stored := p.cached(t, job)
 	cycleReturns(t, p) // the grant's write, held
@@ -450,11 +450,11 @@ func TestCycleAdmitsAgainstTenantQueues(t *testing.T) {
 	w := newStatusWrites()
 	p := startInProcess(t, ns, w.funcs())
 
-	burst := makePT(ns, "burst").queue(qa).phase("train", 4, 4, worker(pool, 1, 600, "")).create(t)
+	burst := create(t, wrappers.NewPT(ns, "burst").Queue(qa).Phase("train", 4).PodTemplate(worker(pool, 1, 600, "")).Obj())
 	// next is younger by a second at least: creation times have 1 s
 	// resolution, and the queue orders by age.
 	time.Sleep(time.Until(get(t, burst).CreationTimestamp.Add(1100 * time.Millisecond)))
-	next := makePT(ns, "next").queue(qa).phase("train", 3, 3, worker(pool, 1, 600, "")).create(t)
+	next := create(t, wrappers.NewPT(ns, "next").Queue(qa).Phase("train", 3).PodTemplate(worker(pool, 1, 600, "")).Obj())
 	for _, pt := range []*v1alpha1.PhasedTraining{burst, next} {
 		queued(t, pt, p.clock.Now())
 		p.cached(t, pt)
@@ -554,8 +554,8 @@ func TestPhaseEndIsStoredWithTheSuccessorsGrant(t *testing.T) {
 	p.r.Tracer = tracer
 
 	// train's two workers run for a second (kwok ends them).
-	job := makePT(ns, "job").phase("train", 2, 2, worker(pool, 1, 1, "")).
-		phase("validate", 1, 1, worker(pool, 1, 600, ""), "train").create(t)
+	job := create(t, wrappers.NewPT(ns, "job").Phase("train", 2).PodTemplate(worker(pool, 1, 1, "")).
+		Phase("validate", 1).PodTemplate(worker(pool, 1, 600, "")).DependsOn("train").Obj())
 	p.cached(t, job)
 	p.reconcile(t, job) // proposes the first status
 	p.cycle(t)          // stores it with train's grant
@@ -630,8 +630,8 @@ func TestRefusedCreateOfAnExistingPodIsNoRefusal(t *testing.T) {
 	nodes(t, pool, 1, 4)
 	p := startInProcess(t, ns, interceptor.Funcs{})
 
-	job := makePT(ns, "job").phase("train", 2, 2, worker(pool, 1, 600, "")).create(t)
-	other := makePT(ns, "other").phase("train", 1, 1, worker(pool, 1, 600, "")).create(t)
+	job := create(t, wrappers.NewPT(ns, "job").Phase("train", 2).PodTemplate(worker(pool, 1, 600, "")).Obj())
+	other := create(t, wrappers.NewPT(ns, "other").Phase("train", 1).PodTemplate(worker(pool, 1, 600, "")).Obj())
 	for _, pt := range []*v1alpha1.PhasedTraining{job, other} {
 		queued(t, pt, p.clock.Now())
 		p.cached(t, pt)
