@@ -60,7 +60,7 @@ e2e-torch: ## As root: the real-node tier plus a real PyTorch DDP pipeline (buil
 	E2E_TORCH=1 E2E_ARGS='-run ^TestReal(PyTorch)$$' hack/e2e-real.sh
 
 .PHONY: policy
-policy: ## Run the policy suite (phasegang simulate --suite): fails where phasegang is >1% worse than the best baseline.
+policy: ## Run the policy suite (phasegang simulate --suite): fails where phasegang misses one of its targets (docs/simulator.md#policy-suite).
 	$(GO) run ./cmd/phasegang simulate --suite --stats
 
 .PHONY: bench

@@ -68,23 +68,22 @@ type admission struct {
 	// walk order.
 	deferred []*gangReq
 	walked   bool // the walk is over: admitDeferred runs
-	// wholeNode caches fillsNodes per shape, and wholeNodeGangs lists the
-	// queued gangs that fill nodes in queue order (built when a gang first
-	// may yield, see yieldsWholeNode).
-	wholeNode      map[int32]bool
-	wholeNodeGangs []*gangReq
-	wholeNext      int
+	// strictLanes marks, under Config.StrictFIFO, the lanes (tenant
+	// queues; -1 without them) whose first gang in walk order got
+	// nothing: every gang behind it in its lane waits too.
+	strictLanes map[int]bool
 }
 
 func (s *State) newAdmission(now time.Time, plan *Plan, doomed map[string]int, reportInfeasible func(*gangReq)) *admission {
 	return &admission{
 		s: s, now: now, plan: plan, doomed: doomed, reportInfeasible: reportInfeasible,
-		donors:     s.donors(),
-		reserved:   map[GangKey]int{},
-		quotaHeads: map[int]*gangReq{},
-		queueHeads: map[int]*gangReq{},
-		reclaiming: s.findReclaims(now),
-		failedMin:  make([]int32, len(s.shapes)),
+		donors:      s.donors(),
+		reserved:    map[GangKey]int{},
+		quotaHeads:  map[int]*gangReq{},
+		queueHeads:  map[int]*gangReq{},
+		reclaiming:  s.findReclaims(now),
+		failedMin:   make([]int32, len(s.shapes)),
+		strictLanes: map[int]bool{},
 	}
 }
 
@@ -108,13 +107,12 @@ func (a *admission) visit(gr *gangReq) {
 		return
 	case a.waitsForQuota(gr):
 		return
+	case a.behindStrictHead(gr):
+		a.block(gr, c)
+		return
 	}
 	if want := a.fullWidth(gr); want > gr.req.Min {
 		if nodes := s.place(gr, c, want, want, a.fenceOf(gr)).nodes; nodes != nil {
-			if a.yieldsWholeNode(gr, nodes) {
-				a.deferred = append(a.deferred, gr)
-				return
-			}
 			a.reserve(gr, nodes)
 			return
 		}
@@ -128,148 +126,11 @@ func (a *admission) visit(gr *gangReq) {
 		a.deferGang(gr, c)
 		return
 	}
-	if a.mayYield(gr) {
-		if nodes := s.place(gr, c, gr.req.Min, gr.req.Min, a.fenceOf(gr)).nodes; nodes != nil && a.yieldsWholeNode(gr, nodes) {
-			a.deferred = append(a.deferred, gr)
-			return
-		}
-	}
 	if nodes := a.placeMin(gr, c, gr.req.Min); nodes != nil {
 		a.reserve(gr, nodes)
 		return
 	}
 	a.block(gr, c)
-}
-
-// Whole-node yield
-//
-// Every phase is queued with its pipeline's age, so when a train ends, the
-// older pipeline's one-GPU validate comes before a younger pipeline's
-// train of whole-node workers. Best fit puts it on a partly used node if
-// there is one; when the freed nodes are the only room, it takes one of
-// them, and the train that needed exactly those nodes waits until the
-// validate ends, or, if elastic, starts below desired. Per-pod scheduling
-// creates the validate's pods only when the train ends, behind the train
-// pods already waiting, and the policy suite measured what the order
-// costs: fragmentation's p99 (the last 2-node train waited for a 10-minute
-// validate) and the wave burst's makespan.
-//
-// So, within its starvation bound, a gang whose placement would take part
-// of an empty node yields to the first younger queued gang of whole-node
-// workers (one worker fills a node of its class) that could use that node:
-// a rigid one if it fits at min on the empty nodes now and would not fit
-// without that one (any other node is of no use to it), an elastic one if
-// it could put a worker there at all. The elastic one need not be short of
-// nodes: fitting at min elsewhere, it still runs a worker short, and
-// slower, for as long as the small gang holds the node, while the small
-// gang uses only a part of it. The yielding gang is deferred: after the
-// walk it gets what is left, as a deferred elastic gang does (reclaim
-// included), so nothing idles for it. Past its bound it yields no more;
-// being passed within the bound is the backfill trade-off a blocked head
-// already accepts. Without tenant queues only: with them the walk's order
-// is by fair share, not queue order.
-
-// mayYield reports whether gr may yield a whole node at all: a gang of
-// whole-node workers is queued behind it.
-func (a *admission) mayYield(gr *gangReq) bool {
-	return !a.s.cfg.NoWholeNodeYield && len(a.s.queues) == 0 && !a.starving(gr) && a.nextWholeNodeGang(gr) != nil
-}
-
-// yieldsWholeNode reports whether gr, placed on nodes, yields (see above).
-func (a *admission) yieldsWholeNode(gr *gangReq, nodes []int32) bool {
-	if !a.mayYield(gr) {
-		return false
-	}
-	s := a.s
-	var empty []int32 // the empty nodes gr would take part of
-	for _, i := range nodes {
-		if s.nodes[i].grantCount == 0 && !slices.Contains(empty, i) {
-			empty = append(empty, i)
-		}
-	}
-	if len(empty) == 0 {
-		return false
-	}
-	y := a.nextWholeNodeGang(gr)
-	if y == nil {
-		return false
-	}
-	room, taken := a.emptyRoomFor(y, empty)
-	if y.req.Desired > y.req.Min {
-		// Elastic: every node it can use is a worker more.
-		return taken > 0
-	}
-	// Rigid: only a node it cannot fit at min without.
-	return taken > 0 && y.req.Min <= room && y.req.Min > room-taken
-}
-
-// emptyRoomFor counts the empty nodes that would hold a worker of y (in
-// its class, off the fence it must keep off), and how many of them are
-// among the given nodes.
-func (a *admission) emptyRoomFor(y *gangReq, among []int32) (room, of int32) {
-	s := a.s
-	fence := a.fenceOf(y)
-	for _, i := range s.class(y).nodes {
-		if s.nodes[i].grantCount != 0 || (fence != nil && fence[i]) || capOf(s.nodes[i].free, y.fp, 1) == 0 {
-			continue
-		}
-		room++
-		if slices.Contains(among, i) {
-			of++
-		}
-	}
-	return room, of
-}
-
-// nextWholeNodeGang is the first queued gang after gr in queue order whose
-// worker fills a node of its class (nil: none). The walk asks in queue
-// order, so a cursor moves forward through the list once per cycle.
-func (a *admission) nextWholeNodeGang(gr *gangReq) *gangReq {
-	s := a.s
-	if a.wholeNode == nil {
-		a.wholeNode = map[int32]bool{}
-		anyWhole := false
-		for _, y := range s.queue {
-			if _, ok := a.wholeNode[y.shape]; !ok {
-				whole := s.fillsNodes(y)
-				a.wholeNode[y.shape] = whole
-				anyWhole = anyWhole || whole
-			}
-		}
-		for _, y := range s.order {
-			if anyWhole && !y.removed && y.infeasible == "" && a.wholeNode[y.shape] {
-				a.wholeNodeGangs = append(a.wholeNodeGangs, y)
-			}
-		}
-	}
-	for a.wholeNext < len(a.wholeNodeGangs) {
-		y := a.wholeNodeGangs[a.wholeNext]
-		if !y.removed && compareQueue(&y.req, &gr.req) > 0 {
-			return y
-		}
-		a.wholeNext++
-	}
-	return nil
-}
-
-// fillsNodes reports whether one worker of gr fills any node of its class
-// it fits on: no node could ever hold two.
-func (s *State) fillsNodes(gr *gangReq) bool {
-	c := s.class(gr)
-	if len(c.nodes) == 0 {
-		return false
-	}
-	for _, i := range c.nodes {
-		n := s.nodes[i]
-		two := true
-		for _, f := range gr.fp {
-			two = two && (n.alloc[f.dim]-n.used[f.dim])/f.amt >= 2
-		}
-		if two {
-			return false
-		}
-	}
-	return true
 }
 
 // admitDeferred tries the deferred gangs again, in walk order, each with
@@ -476,6 +337,9 @@ func (a *admission) deferGang(gr *gangReq, c *nodeClass) {
 // for (unless a starving deferred gang already does).
 func (a *admission) block(gr *gangReq, c *nodeClass) {
 	a.blocked = append(a.blocked, gr)
+	if a.s.cfg.StrictFIFO {
+		a.strictLanes[a.laneOf(gr)] = true
+	}
 	if a.head != nil {
 		return
 	}
@@ -486,6 +350,21 @@ func (a *admission) block(gr *gangReq, c *nodeClass) {
 	if a.fenceHead == nil && !a.walked && a.starving(gr) {
 		a.fenced, a.fenceHead = a.s.fenceFor(gr, c), gr
 	}
+}
+
+// behindStrictHead reports whether, under Config.StrictFIFO, a gang ahead
+// of gr in its lane got nothing this cycle: then gr does not try.
+func (a *admission) behindStrictHead(gr *gangReq) bool {
+	return a.s.cfg.StrictFIFO && a.strictLanes[a.laneOf(gr)]
+}
+
+// laneOf is the strict-FIFO lane of gr: its tenant queue, or -1 when there
+// are none (the whole queue is one lane).
+func (a *admission) laneOf(gr *gangReq) int {
+	if len(a.s.queues) == 0 {
+		return -1
+	}
+	return a.s.queueCharge(gr).q
 }
 
 func (a *admission) starving(gr *gangReq) bool {

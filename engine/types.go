@@ -190,10 +190,12 @@ type Config struct {
 	// never reads the explanations, and building them for thousands of
 	// queued gangs every cycle would dominate its run time.
 	SkipWaiting bool
-	// NoWholeNodeYield turns off the whole-node yield (admit.go,
-	// yieldsWholeNode): the simulator's per-pod baseline sets it, since
-	// it models kube-scheduler placing pods first come, first served.
-	NoWholeNodeYield bool
+	// StrictFIFO admits gangs strictly in queue order (per tenant queue,
+	// with queues): once a gang gets nothing, none behind it is tried in
+	// that cycle, and nothing backfills around it. It is the simulator's
+	// strict-fifo baseline (Kueue's StrictFIFO queueing, a plain gang
+	// scheduler), not a setting of the controller.
+	StrictFIFO bool
 }
 
 // DefaultConfig is the configuration used when none is given.

@@ -31,11 +31,7 @@ func CheckRunnable(sc *Scenario) error {
 	if len(nodes) == 0 {
 		return errors.New("no pipeline can run: the cluster has no nodes")
 	}
-	plan := engine.Schedule(engine.DefaultConfig(), engine.Snapshot{Now: Epoch, Nodes: nodes, Upcoming: upcomingRequests(sc)})
-	why := map[engine.GangKey]string{}
-	for _, inf := range plan.Infeasible {
-		why[inf.Gang] = inf.Message
-	}
+	cannot := cannotRun(sc, nodes)
 	var lines []string // per distinct workload: its first phase that cannot fit
 	seen := map[string]bool{}
 	for i := range sc.Workload {
@@ -44,17 +40,10 @@ func CheckRunnable(sc *Scenario) error {
 			continue
 		}
 		seen[key] = true
-		line := ""
-		for _, ph := range sc.Workload[i].Training.Spec.Phases {
-			if msg, ok := why[engine.GangKey{Pipeline: key, Phase: ph.Name}]; ok {
-				line = fmt.Sprintf("%s, phase %s: %s", workloadLabel(sc, i), ph.Name, msg)
-				break
-			}
-		}
-		if line == "" {
+		if cannot[key] == "" {
 			return nil // this workload can run
 		}
-		lines = append(lines, line)
+		lines = append(lines, fmt.Sprintf("%s, phase %s", workloadLabel(sc, i), cannot[key]))
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "no pipeline can run on this cluster (%d nodes, %d GPUs): each has a phase whose gang cannot fit even the empty cluster",
@@ -66,6 +55,47 @@ func CheckRunnable(sc *Scenario) error {
 		fmt.Fprintf(&b, "\n  … and %d more workloads", n)
 	}
 	return errors.New(b.String())
+}
+
+// cannotRun maps the key of each distinct workload that can never run on
+// nodes to its first phase that cannot fit and the engine's reason
+// ("train: …").
+func cannotRun(sc *Scenario, nodes []engine.Node) map[string]string {
+	plan := engine.Schedule(engine.DefaultConfig(), engine.Snapshot{Now: Epoch, Nodes: nodes, Upcoming: upcomingRequests(sc)})
+	why := map[engine.GangKey]string{}
+	for _, inf := range plan.Infeasible {
+		why[inf.Gang] = inf.Message
+	}
+	out := map[string]string{}
+	for i := range sc.Workload {
+		key := workloadKey(sc, i)
+		if _, done := out[key]; done {
+			continue
+		}
+		out[key] = ""
+		for _, ph := range sc.Workload[i].Training.Spec.Phases {
+			if msg, ok := why[engine.GangKey{Pipeline: key, Phase: ph.Name}]; ok {
+				out[key] = ph.Name + ": " + msg
+				break
+			}
+		}
+	}
+	return out
+}
+
+// runnable is sc without the workloads that can never run on its cluster:
+// the lower bounds count only work that can run (an Infeasible pipeline
+// is reported at once and takes no capacity).
+func runnable(sc *Scenario) *Scenario {
+	cannot := cannotRun(sc, sc.Cluster.Nodes())
+	out := *sc
+	out.Workload = nil
+	for i := range sc.Workload {
+		if cannot[workloadKey(sc, i)] == "" {
+			out.Workload = append(out.Workload, sc.Workload[i])
+		}
+	}
+	return &out
 }
 
 // upcomingRequests is one engine request per phase of each distinct

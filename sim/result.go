@@ -165,8 +165,9 @@ func (r *Result) computeMetrics(sc *Scenario) {
 		// 0 if nothing ended (every pipeline infeasible), not negative.
 		m.Makespan = max(last-first, 0).Seconds()
 	}
-	m.LowerBound = LowerBound(sc).Seconds()
-	m.JCTAvgLowerBound = JCTAvgLowerBound(sc).Seconds()
+	can := runnable(sc)
+	m.LowerBound = LowerBound(can).Seconds()
+	m.JCTAvgLowerBound = JCTAvgLowerBound(can).Seconds()
 	switch {
 	case math.IsInf(m.Makespan, 1):
 		// Phases of unfinished pipelines ran past the last finish (the

@@ -37,10 +37,15 @@ const (
 	PolicyWholeJob Policy = "whole-job"
 	// PolicyRigid: per-phase gangs, always of desired size (no elasticity).
 	PolicyRigid Policy = "per-phase-rigid"
+	// PolicyStrictFIFO: per-phase gangs of desired size admitted strictly
+	// in queue order: a gang that does not fit holds back every gang
+	// behind it, and nothing backfills (Kueue's StrictFIFO queueing, a
+	// plain gang scheduler's queue).
+	PolicyStrictFIFO Policy = "strict-fifo"
 )
 
 // Policies lists every policy, phasegang first.
-var Policies = []Policy{PolicyPhasegang, PolicyPerPod, PolicyWholeJob, PolicyRigid}
+var Policies = []Policy{PolicyPhasegang, PolicyPerPod, PolicyWholeJob, PolicyRigid, PolicyStrictFIFO}
 
 // ParsePolicy checks a policy name.
 func ParsePolicy(s string) (Policy, error) {
@@ -196,7 +201,9 @@ func Run(sc *Scenario, opts Options) (*Result, error) {
 		// One pod at a time, first come first served, and a pod that does
 		// not fit never holds back the pods behind it.
 		cfg.StarvationBound = time.Duration(1<<63 - 1)
-		cfg.NoWholeNodeYield = true
+	}
+	if opts.Policy == PolicyStrictFIFO {
+		cfg.StrictFIFO = true
 	}
 	s := &simulator{
 		opts: opts, sc: sc, scaling: sc.Scaling,
@@ -403,7 +410,7 @@ func (s *simulator) setStatus(p *pipeRun, st *v1alpha1.PhasedTrainingStatus) {
 		p.queuedAt[in] = s.now
 		s.enqueue(p, in, r)
 	}
-	if s.opts.Policy == PolicyPhasegang || s.opts.Policy == PolicyRigid {
+	if s.opts.Policy == PolicyPhasegang || s.rigid() {
 		s.st.Expect(p.name, s.policyRequests(d.Upcoming))
 	}
 }
@@ -415,7 +422,7 @@ func instanceOf(k engine.GangKey) phases.Instance {
 // policyRequests adapts the driver's requests to the policy: per-phase
 // rigid gangs always ask for their desired size.
 func (s *simulator) policyRequests(rs []engine.Request) []engine.Request {
-	if s.opts.Policy != PolicyRigid {
+	if !s.rigid() {
 		return rs
 	}
 	out := slices.Clone(rs)
@@ -423,6 +430,12 @@ func (s *simulator) policyRequests(rs []engine.Request) []engine.Request {
 		out[i].Min = out[i].Desired
 	}
 	return out
+}
+
+// rigid reports whether the policy's gangs always ask for their desired
+// size (per-phase-rigid, strict-fifo).
+func (s *simulator) rigid() bool {
+	return s.opts.Policy == PolicyRigid || s.opts.Policy == PolicyStrictFIFO
 }
 
 // close ends a pipeline: its queued gangs are withdrawn and its hold (if
@@ -464,7 +477,7 @@ func (s *simulator) enqueue(p *pipeRun, in phases.Instance, req engine.Request) 
 	switch s.opts.Policy {
 	case PolicyPhasegang:
 		s.st.Submit(req)
-	case PolicyRigid:
+	case PolicyRigid, PolicyStrictFIFO:
 		req.Min = req.Desired
 		s.st.Submit(req)
 	case PolicyPerPod:

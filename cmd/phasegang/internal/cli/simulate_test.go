@@ -2,6 +2,7 @@ package cli
 
 import (
 	"encoding/json"
+	"github.com/phasegang/phasegang/sim"
 	"os"
 	"path/filepath"
 	"slices"
@@ -43,7 +44,7 @@ func TestSimulate(t *testing.T) {
 			wantStdout: []string{
 				"scenario seed-deadlock: 12 pipelines on 16 GPUs",
 				"queued avg  queued p99  idle GPU·h",
-				"phasegang     12/12", "per-pod      2/12", "whole-job     12/12", "per-phase-rigid     12/12",
+				"phasegang     12/12", "per-pod      2/12", "whole-job     12/12", "per-phase-rigid     12/12", "strict-fifo     12/12",
 				"per-pod: 10 of 12 pipelines did not finish (3 deadlocked, 7 unfinished):",
 				"  ml/burst-0  Deadlocked  holds 6 workers",
 				"  ml/job-8    Unfinished  ",
@@ -52,7 +53,7 @@ func TestSimulate(t *testing.T) {
 		"suite, a passing workload": {
 			args: []string{"simulate", "--suite", "--suite-workloads", "tiresias-60"},
 			wantStdout: []string{
-				"policy suite: 1 workloads; phasegang ÷ the best baseline per metric (fails above 1.01)",
+				"policy suite: 1 workloads; phasegang ÷ the best baseline per metric; verdict: the targets of docs/simulator.md#policy-suite",
 				"workload     pipelines  GPUs  makespan  LB      makespan/LB  JCT avg/LB  makespan ÷ best    JCT avg ÷ best  JCT p99 ÷ best     verdict",
 				"tiresias-60  60         16    54m33s    54m31s  1.001        1.023       1.001 (whole-job)  0.981 (rigid)   1.001 (whole-job)  ok",
 			},
@@ -72,9 +73,9 @@ func TestSimulate(t *testing.T) {
 			args: []string{"simulate", "--suite", "--suite-workloads", "tiresias-60", "--resize-cost", "2m"}, wantCode: 1,
 			wantStdout: []string{
 				"scaling: efficiency 1.00 per doubling of an elastic phase's workers; 2m0s lost per resize",
-				"tiresias-60  60         16    54m31s    54m31s  1.000        1.841       1.000 (whole-job)  1.767 (rigid)   1.000 (whole-job)  FAIL: JCT avg +76.7% vs per-phase-rigid",
+				"tiresias-60  60         16    54m31s    54m31s  1.000        1.841       1.000 (whole-job)  1.767 (rigid)   1.000 (whole-job)  FAIL: dominated by whole-job (JCT avg +72.3%)",
 			},
-			wantStderr: []string{"phasegang: policy suite: 1 of 1 workloads fail: tiresias-60 (JCT avg +76.7% vs per-phase-rigid)"},
+			wantStderr: []string{"phasegang: policy suite: 1 of 1 workloads fail: tiresias-60 (dominated by whole-job (JCT avg +72.3%))"},
 		},
 		"negative resize cost": {
 			args: []string{"simulate", "--resize-cost", "-1m"}, wantCode: 1,
@@ -82,8 +83,8 @@ func TestSimulate(t *testing.T) {
 		},
 		"suite, a failing workload": {
 			args: []string{"simulate", "--suite", "--suite-workloads", "tiresias-60, wave-burst"}, wantCode: 1,
-			wantStdout: []string{"tiresias-60", "wave-burst   53         256   9h28m     9h10m   1.034        4.713       1.034 (per-pod)    0.956 (rigid)   1.034 (per-pod)    FAIL: makespan +3.4% vs per-pod; JCT p99 +3.4% vs per-pod"},
-			wantStderr: []string{"phasegang: policy suite: 1 of 2 workloads fail: wave-burst (makespan +3.4% vs per-pod; JCT p99 +3.4% vs per-pod)"},
+			wantStdout: []string{"tiresias-60", "wave-burst   53         256   9h28m     9h10m   1.034        4.698       1.034 (per-pod)    0.964 (rigid)   1.034 (per-pod)    FAIL: makespan 1.034 × LB where per-pod packs it in 1.000 × LB"},
+			wantStderr: []string{"phasegang: policy suite: 1 of 2 workloads fail: wave-burst (makespan 1.034 × LB where per-pod packs it in 1.000 × LB)"},
 		},
 		"suite, an unknown workload": {
 			args: []string{"simulate", "--suite", "--suite-workloads", "nope"}, wantCode: 1,
@@ -169,8 +170,8 @@ func TestSimulateJSON(t *testing.T) {
 	if err := json.Unmarshal([]byte(strings.Join(stdout, "\n")), &results); err != nil {
 		t.Fatal(err)
 	}
-	if len(results) != 4 {
-		t.Fatalf("%d results, want 4", len(results))
+	if len(results) != len(sim.Policies) {
+		t.Fatalf("%d results, want %d", len(results), len(sim.Policies))
 	}
 	for _, r := range results {
 		mk, ok := r.Metrics["makespanSeconds"]

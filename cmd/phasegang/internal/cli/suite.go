@@ -15,7 +15,7 @@ import (
 // runSuite is `phasegang simulate --suite`: the policy suite's workloads
 // (or those --suite-workloads names), every policy on each, one row per
 // workload; an error (exit code 1) names each workload and metric on which
-// phasegang is more than 1% worse than the best baseline.
+// phasegang misses one of the suite's targets (sim/suite.go, judge).
 func runSuite(stdout, stderr io.Writer, f *simulateFlags, args []string) error {
 	if len(args) > 0 || f.trace != "" || f.compare {
 		return fmt.Errorf("--suite runs its own workloads under every policy: give no scenario, --trace or --compare")
