@@ -9,7 +9,6 @@ import (
 	"github.com/phasegang/phasegang/apis/v1alpha1"
 	"github.com/phasegang/phasegang/driver"
 	"github.com/phasegang/phasegang/internal/wrappers"
-	"github.com/phasegang/phasegang/phases"
 )
 
 // Controller-specific test helpers; the API objects come from
@@ -19,21 +18,10 @@ import (
 // created.
 var now = wrappers.T0.Add(time.Hour)
 
-// compilePT compiles a fixture's spec as Reconciler.compile does
-// (defaults first), failing the test on any error.
-func compilePT(t *testing.T, pt *v1alpha1.PhasedTraining) *phases.Pipeline {
-	t.Helper()
-	pl, errs := driver.Compile(pt)
-	if len(errs) > 0 {
-		t.Fatalf("fixture does not compile: %v", errs)
-	}
-	return pl
-}
-
 // reconcileStatus is the status the reconciler would write for pt with
 // these pods: the driver's step, as Reconcile takes it.
 func reconcileStatus(t *testing.T, pt *v1alpha1.PhasedTraining, pods []corev1.Pod, now time.Time) *v1alpha1.PhasedTrainingStatus {
 	t.Helper()
-	pl := compilePT(t, pt)
+	pl := wrappers.Compiled(t, driver.Compile, pt)
 	return driver.Advance(pl, pt, driver.Observe(pl, &pt.Status, pods, now), now).Status
 }
