@@ -47,6 +47,15 @@ type QueueMetrics struct {
 	Hours     int     `json:"hours"`
 	Short     int     `json:"hoursBelow90Percent"`
 	WorstHour float64 `json:"worstHour"`
+	// WaitingHours counts the whole hours in which the queue had work
+	// waiting at some instant (it wanted more GPUs than it held);
+	// WaitingShort those in which, over the time it had demand, it held
+	// less than 90% of its entitlement, and WaitingWorst is the lowest
+	// such hourly ratio (NaN without such hours). The suite's queue
+	// target (issue 31) is WaitingShort = 0.
+	WaitingHours int     `json:"hoursWithWorkWaiting"`
+	WaitingShort int     `json:"waitingHoursBelow90Percent"`
+	WaitingWorst float64 `json:"worstWaitingHour"`
 	// WaitAvg and WaitMax are over its gangs' waits for capacity.
 	WaitAvg float64 `json:"waitAvgSeconds"`
 	WaitMax float64 `json:"waitMaxSeconds"`
@@ -275,10 +284,11 @@ func (t *queueTracker) fairness(end time.Duration) *Fairness {
 }
 
 // fairHour is one queue's entitled and held GPU-hours in one whole hour
-// of the run; full while the queue had demand throughout it.
+// of the run; full while the queue had demand throughout it, waiting if
+// at some instant of it the queue wanted more than it held.
 type fairHour struct {
 	entitled, held float64
-	full           bool
+	full, waiting  bool
 }
 
 // fairHours are the hours of every queue: [queue][hour].
@@ -311,6 +321,9 @@ func (perHour fairHours) add(q int, s QueueSample, ent float64, to time.Duration
 		}
 		ph.entitled += ent * (until - from).Hours()
 		ph.held += s.Held[q] * (until - from).Hours()
+		if s.Demand[q] > s.Held[q]+1e-9 {
+			ph.waiting = true
+		}
 	}
 }
 
@@ -323,8 +336,18 @@ func (t *queueTracker) summarize(m *QueueMetrics, q int, hours []fairHour) {
 	if m.EntitledGPUh > 0 {
 		m.Share = m.HeldGPUh / m.EntitledGPUh
 	}
-	m.WorstHour = math.NaN()
+	m.WorstHour, m.WaitingWorst = math.NaN(), math.NaN()
 	for _, ph := range hours {
+		if ph.waiting && ph.entitled > 0 {
+			m.WaitingHours++
+			r := ph.held / ph.entitled
+			if r < 0.9 {
+				m.WaitingShort++
+			}
+			if math.IsNaN(m.WaitingWorst) || r < m.WaitingWorst {
+				m.WaitingWorst = r
+			}
+		}
 		if !ph.full || ph.entitled <= 0 {
 			continue
 		}

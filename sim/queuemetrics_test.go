@@ -4,6 +4,7 @@ import (
 	"math"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/phasegang/phasegang/engine"
 )
@@ -75,5 +76,27 @@ func TestJain(t *testing.T) {
 		if got := jain(tc.xs); math.Abs(got-tc.want) > 1e-9 {
 			t.Errorf("jain(%v) = %v, want %v", tc.xs, got, tc.want)
 		}
+	}
+}
+
+// Hours with work waiting: an hour counts when at some instant of it the
+// queue wanted more than it held, its ratio over the time it had demand.
+func TestWaitingHours(t *testing.T) {
+	tr := newQueueTracker([]engine.Queue{gpuTQ("a", "", 8, 0, nil, nil)})
+	h := time.Hour
+	tr.samples = []QueueSample{
+		{At: 0, Demand: []float64{8}, Held: []float64{8}},     // hour 0: nothing waits
+		{At: h, Demand: []float64{12}, Held: []float64{6}},    // hour 1: waits, 6 of 8
+		{At: 2 * h, Demand: []float64{4}, Held: []float64{4}}, // hour 2: half an hour, nothing waits
+		{At: 2*h + 30*time.Minute, Demand: []float64{0}, Held: []float64{0}},
+		{At: 3 * h, Demand: []float64{10}, Held: []float64{8}}, // hour 3: waits half an hour, 8 of 8
+		{At: 3*h + 30*time.Minute, Demand: []float64{0}, Held: []float64{0}},
+	}
+	m := tr.fairness(4 * h).Queues[0]
+	if m.WaitingHours != 2 || m.WaitingShort != 1 || math.Abs(m.WaitingWorst-0.75) > 1e-9 {
+		t.Errorf("waiting hours %d, short %d, worst %v; want 2, 1, 0.75", m.WaitingHours, m.WaitingShort, m.WaitingWorst)
+	}
+	if m.Hours != 2 || m.Short != 1 {
+		t.Errorf("hours with demand throughout %d, short %d; want 2, 1", m.Hours, m.Short)
 	}
 }

@@ -28,6 +28,14 @@ type SuiteWorkload struct {
 	// MaxMakespanOverLB, when set, is a target of its own: phasegang's
 	// makespan is at most this × LB (the seed: 1.10).
 	MaxMakespanOverLB float64
+	// QueueTarget, on a workload with tenant queues, is a target of its
+	// own: every queue gets at least 90% of its entitlement in every hour
+	// in which it has work waiting (queueFailure).
+	QueueTarget bool
+	// ClassLabel, when set, is the label whose value is a pipeline's
+	// class: the suite reports each class's average time to admission
+	// under phasegang (SuiteRow.Admission).
+	ClassLabel string
 }
 
 // WithScaling returns the workloads run under the scaling model s
@@ -68,6 +76,28 @@ func suiteTrace(name, shape, file string, clip time.Duration, nodes, gpusPerNode
 		o.Clip = clip
 		return TraceScenario(name, FilterTrace(jobs, o), o, nodes, gpusPerNode), nil
 	}}
+}
+
+// withNodeFailures adds node failures to a workload's scenario (the
+// trace slices record none).
+func withNodeFailures(w SuiteWorkload, failures ...NodeFailure) SuiteWorkload {
+	load := w.Load
+	w.Load = func() (*Scenario, error) {
+		sc, err := load()
+		if err == nil {
+			sc.NodeFailures = append(sc.NodeFailures, failures...)
+		}
+		return sc, err
+	}
+	return w
+}
+
+// withQueueTarget makes a tenant-queue workload check the queue target
+// and report the average time to admission of the classes its pipelines'
+// label classLabel names.
+func withQueueTarget(w SuiteWorkload, classLabel string) SuiteWorkload {
+	w.QueueTarget, w.ClassLabel = true, classLabel
+	return w
 }
 
 func suiteScenario(name, shape string, data func() ([]byte, error)) SuiteWorkload {
@@ -114,6 +144,16 @@ func SuiteWorkloads(seed []byte) []SuiteWorkload {
 		suiteScenario("wave-burst-rigid-phased", "the same, each train → validate → test", suiteFile("testdata/suite/wave-burst-rigid-phased.yaml")),
 		suiteScenario("infeasible-bystanders", "3 pipelines that fit beside 2 Infeasible ones, 4×2", suiteFile("testdata/suite/infeasible-bystanders.yaml")),
 		suiteScenario("infeasible-bystanders-alone", "the same 3 pipelines alone, 4×2", suiteFile("testdata/suite/infeasible-bystanders-alone.yaml")),
+		// The peers' own benchmarks and two more Philly days (issue 31;
+		// testdata/suite/README.md says how each was derived).
+		withQueueTarget(suiteScenario("kueue-baseline", "Kueue's scheduler perf generator: 6 queues in a cohort, small/medium/large, 120 GPUs",
+			suiteFile("testdata/suite/kueue-baseline.yaml")), "kueue.x-k8s.io/performance-scheduler-class"),
+		suiteScenario("knavigator-gang", "knavigator's gang benchmark: 53 rigid gangs of 1-32 nodes at once, 32×8", suiteFile("testdata/suite/knavigator-gang.yaml")),
+		suiteScenario("schedperf-gang-10x3", "scheduler_perf GangScheduling 100Nodes_10Gangs: 10 gangs × 3 CPU pods", suiteFile("testdata/suite/schedperf-gang-10x3.yaml")),
+		suiteScenario("schedperf-gang-3x1000", "scheduler_perf GangScheduling 5000Nodes_3Gangs: 3 gangs × 1000 CPU pods", suiteFile("testdata/suite/schedperf-gang-3x1000.yaml")),
+		suiteTrace("philly-day105-onegpu", "mostly 1-GPU, rare 32-GPU gangs: day 105, every job, 8×8", "testdata/suite/philly-day105-onegpu.csv", day, 8, 8),
+		withNodeFailures(suiteTrace("philly-day72-failures", "node failures: day 72, one cluster, 1-16 GPUs, 4×8 losing 2 nodes", "testdata/suite/philly-day72-failures.csv", day, 4, 8),
+			NodeFailure{Node: "gpu-3", At: dur(6 * time.Hour)}, NodeFailure{Node: "gpu-2", At: dur(14 * time.Hour)}),
 	}
 }
 
@@ -145,6 +185,9 @@ type SuiteRow struct {
 	Excluded []Policy
 	// Failures says what fails, e.g. "JCT avg +4.5% vs per-phase-rigid".
 	Failures []string
+	// Admission is each class's average time to admission under
+	// phasegang (with Workload.ClassLabel).
+	Admission []ClassAdmission
 }
 
 // RunSuite runs every workload under every policy, workloads in parallel.
@@ -180,12 +223,20 @@ func runSuiteWorkload(w SuiteWorkload) (SuiteRow, error) {
 	if err := CheckRunnable(sc); err != nil {
 		return row, err
 	}
+	var records []PhaseRecord
 	for _, p := range Policies {
-		r, err := Run(sc, Options{Policy: p})
+		o := Options{Policy: p}
+		if p == PolicyPhasegang && w.ClassLabel != "" {
+			o.Observer = func(r PhaseRecord) { records = append(records, r) }
+		}
+		r, err := Run(sc, o)
 		if err != nil {
 			return row, err
 		}
 		row.Results = append(row.Results, r)
+	}
+	if w.ClassLabel != "" {
+		row.Admission = classAdmissions(sc, w.ClassLabel, records)
 	}
 	row.judge()
 	return row, nil
@@ -202,7 +253,10 @@ func runSuiteWorkload(w SuiteWorkload) (SuiteRow, error) {
 //     makespan is at most PackedLB × LB, phasegang's is at most
 //     PackedLBSlack × LB;
 //   - where the workload sets MaxMakespanOverLB (the seed), phasegang's
-//     makespan is within it.
+//     makespan is within it;
+//   - where it sets QueueTarget (the tenant-queue workloads), every
+//     queue gets at least 90% of its entitlement in every hour in which
+//     it has work waiting.
 const (
 	PackedLB      = 1.02
 	PackedLBSlack = 1.03
@@ -240,6 +294,11 @@ func (row *SuiteRow) judge() {
 	}
 	if max := row.Workload.MaxMakespanOverLB; max > 0 && row.MakespanOverLB > max {
 		row.Failures = append(row.Failures, fmt.Sprintf("makespan %.3f × LB, above %.2f", row.MakespanOverLB, max))
+	}
+	if row.Workload.QueueTarget {
+		if why := queueFailure(pg.Fairness); why != "" {
+			row.Failures = append(row.Failures, why)
+		}
 	}
 }
 

@@ -40,6 +40,11 @@ func WriteSuite(w io.Writer, rows []sim.SuiteRow) error {
 			fmt.Fprintf(w, "%s: %v left pipelines deadlocked or unfinished and do not count as baselines\n", row.Workload.Name, row.Excluded)
 		}
 	}
+	for _, row := range rows {
+		if line := row.AdmissionLine(human); line != "" {
+			fmt.Fprintf(w, "%s: phasegang's average time to admission per class (pipelines): %s\n", row.Workload.Name, line)
+		}
+	}
 	if len(failing) > 0 {
 		return fmt.Errorf("policy suite: %d of %d workloads fail: %s", len(failing), len(rows), strings.Join(failing, ", "))
 	}
