@@ -43,6 +43,10 @@ type Scheduler struct {
 	// Provisioning, if its Class is set, asks a cluster autoscaler for
 	// the nodes of gangs that do not fit (provisioning.go).
 	Provisioning Provisioning
+	// TopologyLevels are the cluster's topology levels (node label keys,
+	// top level first; --topology-levels): phases with a topology are
+	// placed by them (docs/topology.md).
+	TopologyLevels []string
 
 	trigger chan struct{}
 	once    sync.Once
@@ -327,6 +331,7 @@ func (s *Scheduler) view(ctx context.Context) (clusterView, error) {
 			delete(s.proposed, key)
 		}
 	}
+	v.TopologyLevels = s.TopologyLevels
 	return v, nil
 }
 
