@@ -43,6 +43,10 @@ type Scheduler struct {
 	// Provisioning, if its Class is set, asks a cluster autoscaler for
 	// the nodes of gangs that do not fit (provisioning.go).
 	Provisioning Provisioning
+	// TopologyLevels are the cluster's topology levels (node label keys,
+	// top level first; --topology-levels): phases with a topology are
+	// placed by them (docs/topology.md).
+	TopologyLevels []string
 
 	trigger chan struct{}
 	once    sync.Once
@@ -327,6 +331,7 @@ func (s *Scheduler) view(ctx context.Context) (clusterView, error) {
 			delete(s.proposed, key)
 		}
 	}
+	v.TopologyLevels = s.TopologyLevels
 	return v, nil
 }
 
@@ -371,11 +376,13 @@ func listCluster(ctx context.Context, c client.Reader, opts ...client.ListOption
 // queue` runs outside the controller) and builds the snapshot a cycle
 // would schedule now, with the controller's own code. The controller's
 // in-memory fence and its writes still in flight are not known here.
-func ReadSnapshot(ctx context.Context, c client.Reader, now time.Time) (engine.Snapshot, *driver.Demand, error) {
+// levels are the controller's --topology-levels.
+func ReadSnapshot(ctx context.Context, c client.Reader, now time.Time, levels []string) (engine.Snapshot, *driver.Demand, error) {
 	v, pts, err := listCluster(ctx, c)
 	if err != nil {
 		return engine.Snapshot{}, nil, err
 	}
+	v.TopologyLevels = levels
 	for i := range pts.Items {
 		v.PTs = append(v.PTs, &pts.Items[i])
 	}

@@ -37,13 +37,15 @@ type Options struct {
 	// Provisioning asks a cluster autoscaler for the nodes of gangs that
 	// do not fit, with ProvisioningRequests (off without a Class).
 	Provisioning Provisioning
+	// TopologyLevels are the cluster's topology levels (Scheduler's).
+	TopologyLevels []string
 }
 
 // Setup adds phasegang's scheduler and reconciler to a manager.
 func Setup(mgr ctrl.Manager, o Options) error {
 	m := NewMetrics(nil)
 	rec := mgr.GetEventRecorder("phasegang")
-	sched := &Scheduler{Client: mgr.GetClient(), Recorder: rec, Config: o.Engine, Interval: o.Interval, Metrics: m, Provisioning: o.Provisioning}
+	sched := &Scheduler{Client: mgr.GetClient(), Recorder: rec, Config: o.Engine, Interval: o.Interval, Metrics: m, Provisioning: o.Provisioning, TopologyLevels: o.TopologyLevels}
 	if err := sched.SetupWithManager(mgr); err != nil {
 		return err
 	}

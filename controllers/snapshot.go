@@ -25,6 +25,8 @@ type clusterView struct {
 	// reconciler, see Scheduler.Propose) is not stored yet: the cycle
 	// writes it, with whatever it decides for them.
 	Proposed []*v1alpha1.PhasedTraining
+	// TopologyLevels are the cluster's topology levels (Scheduler's).
+	TopologyLevels []string
 }
 
 // buildSnapshot turns the caches into the engine's input: the pipelines'
@@ -34,7 +36,7 @@ type clusterView struct {
 // covers use on them, the namespaces' ResourceQuotas with what those
 // pods use of them, and the tenant queues (their use is the grants').
 func buildSnapshot(v clusterView, now time.Time, fence *engine.Fence) (engine.Snapshot, *driver.Demand) {
-	d := &driver.Demand{Gangs: driver.Gangs{}, Pipelines: map[string]*v1alpha1.PhasedTraining{}}
+	d := &driver.Demand{Gangs: driver.Gangs{}, Pipelines: map[string]*v1alpha1.PhasedTraining{}, Levels: v.TopologyLevels}
 	for _, pt := range v.PTs {
 		d.Add(pt, v.Priorities)
 	}
@@ -51,5 +53,6 @@ func buildSnapshot(v clusterView, now time.Time, fence *engine.Fence) (engine.Sn
 		return ok
 	}, now)
 	snap.Nodes = driver.Nodes(v.Nodes, v.Pods, covered)
+	driver.SetDomains(snap.Nodes, v.TopologyLevels)
 	return snap, d
 }

@@ -53,7 +53,12 @@ func DeltaOf(old, cur Demand) LedgerDelta {
 
 // DemandOf is a pipeline's demand under status st (none for a nil st).
 func DemandOf(pt *v1alpha1.PhasedTraining, st *v1alpha1.PhasedTrainingStatus, classes Priorities) Demand {
-	var d Demand
+	return DemandIn(pt, st, classes, nil)
+}
+
+// DemandIn is DemandOf on a cluster with topology levels (Demand.Levels).
+func DemandIn(pt *v1alpha1.PhasedTraining, st *v1alpha1.PhasedTrainingStatus, classes Priorities, levels []string) Demand {
+	d := Demand{Levels: levels}
 	if st == nil {
 		return d
 	}

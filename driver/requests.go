@@ -95,6 +95,10 @@ type Demand struct {
 	// PriorityClass that does not exist (MissingClass): none of their
 	// phases queues until it does.
 	NoClass []*v1alpha1.PhasedTraining
+	// Levels are the cluster's topology levels (node label keys, top
+	// level first): the phases' topology is resolved against them
+	// (TopologyOf). Set it before Add.
+	Levels  []string
 	classes Priorities
 }
 
@@ -132,16 +136,21 @@ func (d *Demand) Add(pt *v1alpha1.PhasedTraining, classes Priorities) {
 		switch {
 		case ps.State.Reserved() && len(ps.Assignments) > 0:
 			r := Request(pt, phase, ps, classes)
+			r.Topology = TopologyOf(pt, phase.Spec, ps.Iteration, d.Levels)
 			d.Ledger = append(d.Ledger, engine.Grant{Request: r, Workers: ps.Assignments})
 			d.Gangs[r.Gang] = Gang{Pipeline: pt, Phase: phase.Spec, Index: i}
 		case ps.State == v1alpha1.PhaseQueued && queueing:
 			r := Request(pt, phase, ps, classes)
+			r.Topology = TopologyOf(pt, phase.Spec, ps.Iteration, d.Levels)
 			d.Queue = append(d.Queue, r)
 			d.Gangs[r.Gang] = Gang{Pipeline: pt, Phase: phase.Spec, Index: i}
 		}
 	}
 	if queueing {
-		d.Upcoming = append(d.Upcoming, upcoming(pt, specs, classes)...)
+		for _, r := range upcoming(pt, specs, classes) {
+			r.Topology = TopologyOf(pt, specs[r.Gang.Phase].Spec, 0, d.Levels)
+			d.Upcoming = append(d.Upcoming, r)
+		}
 	}
 }
 

@@ -142,3 +142,58 @@ func BenchmarkCycleSteadyState(b *testing.B) {
 	b.ReportMetric(float64(total)/b.Elapsed().Seconds(), "placements/s")
 	b.ReportMetric(float64(total)/float64(b.N), "placements/op")
 }
+
+// benchTopoCluster is benchCluster with a 3-level topology: 10 blocks ×
+// 25 racks × 20 nodes (block, rack, host).
+func benchTopoCluster(nodes int) []engine.Node {
+	out := benchCluster(nodes)
+	for i := range out {
+		rack := i / 20
+		out[i].Domain = []string{fmt.Sprintf("block-%d", rack/25), fmt.Sprintf("rack-%03d", rack), out[i].Name}
+	}
+	return out
+}
+
+// benchTopoQueue is benchQueue with a topology on every gang: half
+// preferred rack, a quarter required rack, a quarter preferred block in
+// slices of 4 per rack (where the size allows).
+func benchTopoQueue(n int) []engine.Request {
+	out := benchQueue(n)
+	names := []string{"example.com/block", "example.com/rack", "kubernetes.io/hostname"}
+	for i := range out {
+		t := &engine.Topology{Level: 1, LevelName: names[1]}
+		switch {
+		case i%4 == 1:
+			t.Required = true
+		case i%4 == 3 && out[i].Min%4 == 0:
+			t.Level, t.LevelName = 0, names[0]
+			t.SliceSize, t.SliceLevel, t.SliceLevelName = 4, 1, names[1]
+		}
+		out[i].Topology = t
+	}
+	return out
+}
+
+// One cycle of a fresh State with topology: 5,000 nodes in 10 blocks ×
+// 25 racks, 10,000 queued gangs, each placed by rack or block.
+func BenchmarkCycleTopology5000Nodes(b *testing.B) {
+	nodes := benchTopoCluster(benchNodes)
+	queue := benchTopoQueue(benchGangs)
+	now := Epoch.Add(benchGangs * time.Second)
+	cfg := engine.DefaultConfig()
+	b.ReportAllocs()
+	total := 0
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		s := engine.NewState(cfg, nodes, nil)
+		for _, r := range queue {
+			s.Submit(r)
+		}
+		b.StartTimer()
+		total += placed(s.Cycle(now))
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(total)/b.Elapsed().Seconds(), "placements/s")
+	b.ReportMetric(float64(total)/float64(b.N), "placements/op")
+}

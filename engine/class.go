@@ -132,6 +132,9 @@ func (s *State) computeInfeasibility(gr *gangReq, c *nodeClass) string {
 		return fmt.Sprintf("needs %d workers of %s at once, but the %d matching nodes hold at most %d even when empty",
 			need, FormatResources(s.resourceList(gr.fp)), len(c.nodes), total)
 	}
+	if gr.req.Topology != nil {
+		return s.topoInfeasibility(gr, c)
+	}
 	return ""
 }
 

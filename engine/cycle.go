@@ -649,7 +649,7 @@ func (s *State) explain(plan *Plan, now time.Time, blocked, backoff, held []*gan
 			Gang: gr.req.Gang, Reason: WaitCapacity, Ahead: ahead, AheadIn: queue,
 			Min: gr.req.Min, Footprint: gr.req.Footprint,
 			FitNow: int32(min(st.fit, int64(gr.req.Min))), NodesWithRoom: st.nodes, LargestBlock: int32(st.largest),
-			MatchingNodes: len(c.nodes),
+			MatchingNodes: len(c.nodes), Topology: s.topoWait(gr, c),
 		}
 		if gr == blocked[0] {
 			w.Starving = starving

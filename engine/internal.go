@@ -29,6 +29,8 @@ type nodeState struct {
 	ports []HostPort
 	// k8s is a minimal corev1.Node for kube-scheduler's affinity helpers.
 	k8s *corev1.Node
+	// dom is the node's interned domain per topology level (-1: none).
+	dom []int32
 }
 
 // dimAmt is one non-zero entry of a footprint.
@@ -106,6 +108,10 @@ type nodeClass struct {
 	rejectedAffinity, rejectedTaint, rejectedCordon int
 	// infeasible caches the empty-cluster check per footprint and min.
 	infeasible map[string]string
+	// groups caches the nodes grouped by domain, per topology level.
+	groups map[int][]domGroup
+	// layouts caches them per (level, slice level) of a gang.
+	layouts map[[2]int]*topoLayout
 }
 
 func (s *State) addGrant(g *grantState) {
@@ -207,6 +213,7 @@ func (s *State) newNodeState(n Node) *nodeState {
 		ObjectMeta: metav1.ObjectMeta{Name: n.Name, Labels: n.Labels},
 		Spec:       corev1.NodeSpec{Taints: n.Taints, Unschedulable: n.Unschedulable},
 	}
+	s.internDomains(ns)
 	return ns
 }
 
@@ -248,6 +255,7 @@ func (s *State) newGangReq(r Request) *gangReq {
 	if r.OnePerNode {
 		b.WriteString("onepernode;")
 	}
+	b.WriteString(topoKey(r.Topology))
 	gr.fpKey = b.String()
 	gr.classKey = constraintsKey(r.Constraints)
 	gr.shapeKey = gr.classKey + "\x00" + gr.fpKey

@@ -67,6 +67,9 @@ func (w Wait) Message() string {
 	if w.NodesWithRoom > 0 {
 		fmt.Fprintf(&b, " across %d nodes, largest block %d", w.NodesWithRoom, w.LargestBlock)
 	}
+	if w.Topology != "" {
+		b.WriteString("; " + w.Topology)
+	}
 	fmt.Fprintf(&b, "; %d %s ahead", w.Ahead, plural(w.Ahead, "gang", "gangs"))
 	if w.AheadIn != "" {
 		fmt.Fprintf(&b, " in queue %s", w.AheadIn)

@@ -36,6 +36,9 @@ func (s *State) place(gr *gangReq, c *nodeClass, want, atLeast int32, fenced []b
 	if want <= 0 || !s.mayFit(gr, atLeast) {
 		return placement{}
 	}
+	if gr.req.Topology != nil {
+		return s.placeTopo(gr, c, want, atLeast, fenced)
+	}
 	caps := s.capBuf[:0]
 	var total int64
 	best := -1 // position in c.nodes of the best single node

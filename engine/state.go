@@ -92,6 +92,14 @@ type State struct {
 	// scratch buffers reused across placements to keep the hot path
 	// allocation-free.
 	capBuf []int32
+
+	// domIdx interns topology domains (a node's Domain path up to a
+	// level); domNames[id] is the domain's own value, for messages.
+	domIdx   map[string]int32
+	domNames []string
+	// topoBufG and topoBufD are placeTopo's scratch: slices per group
+	// and per domain.
+	topoBufG, topoBufD []int64
 }
 
 // NewState builds a State from nodes and an existing ledger. Grants marked

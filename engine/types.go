@@ -61,6 +61,37 @@ type Node struct {
 	// HostPorts are the host ports the node's pods that no grant covers
 	// bind: no worker binding a conflicting one is placed there.
 	HostPorts []HostPort
+	// Domain is the node's topology path: the values of the cluster's
+	// topology level labels, top level first (block, rack, host). An
+	// empty value leaves the node out of that level and every level
+	// below it: a gang with a Topology on such a level never uses it.
+	Domain []string
+}
+
+// Topology places a gang by the cluster's topology levels (indices into
+// Node.Domain; topology.go).
+type Topology struct {
+	// Level is the level the gang is placed at; LevelName its label key,
+	// for messages. -1: the phase names a level the cluster does not
+	// have (the gang can never fit).
+	Level     int
+	LevelName string
+	// Required keeps every worker in one domain of Level, or the gang
+	// waits; otherwise the workers go into as few domains of Level as
+	// possible (one if one fits, else within one domain of the level
+	// above if that fits, and so on).
+	Required bool
+	// SliceSize > 1 places the workers in slices of that many consecutive
+	// indices, each slice within one domain of SliceLevel (at or below
+	// Level; a level above Level counts as Level). An elastic gang grows
+	// by whole slices.
+	SliceSize      int32
+	SliceLevel     int
+	SliceLevelName string
+	// Near are the nodes an earlier phase's workers ran on
+	// (sameDomainAs): the gang goes into the domain of Level holding most
+	// of them, if it fits there; with Required it waits for that domain.
+	Near []string
 }
 
 // Constraints restrict the nodes a worker may use; they are the worker pod
@@ -108,6 +139,8 @@ type Request struct {
 	// pipeline's spec.queueName); "" is the queue named DefaultQueue, if
 	// there is one, else none. See Snapshot.Queues.
 	Queue string
+	// Topology places the gang by domain; nil: topology plays no part.
+	Topology *Topology
 }
 
 // Grant is a reservation in the ledger: the nodes of a gang's workers.
@@ -380,6 +413,9 @@ type Wait struct {
 	Quota *QuotaShortfall
 	// Queue is the queue a WaitQueue gang waits for.
 	Queue *QueueShortfall
+	// Topology says, for a gang with a Topology, which level is short
+	// and the best domain's numbers ("" otherwise).
+	Topology string
 }
 
 // Infeasible says why a gang cannot fit even in the empty cluster.

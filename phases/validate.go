@@ -3,9 +3,11 @@ package phases
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/phasegang/phasegang/apis/v1alpha1"
@@ -56,6 +58,10 @@ import (
 //	iterate-max           spec.iterate.maxIterations: Invalid value (< 1 or > 1000)
 //	iterate-open          spec.iterate.phases: Invalid value (a phase outside the chain is between two chain phases)
 //	until-expr            spec.iterate.until: Invalid value (expr compile/type error)
+//	topology-mode         spec.phases[i].topology: Invalid value (not exactly one of required and preferred)
+//	topology-level        spec.phases[i].topology.{required,preferred,sliceLevel}: Invalid value (not a label key)
+//	topology-slice        spec.phases[i].topology.sliceSize: Invalid value (does not divide min and desired; sliceLevel without it)
+//	topology-same-domain  spec.phases[i].topology.sameDomainAs: Invalid value (not a phase it dependsOn)
 var ErrorClasses = []string{
 	"phases-empty", "phases-too-many",
 	"name-required", "name-syntax", "name-too-long", "name-duplicate",
@@ -64,6 +70,7 @@ var ErrorClasses = []string{
 	"outputs-too-many", "output-identifier", "output-duplicate", "output-too-long",
 	"expr-too-long", "when-expr", "policy-expr", "priority-both", "priority-class-too-long", "queue-name",
 	"iterate-empty", "iterate-too-many", "iterate-unknown", "iterate-duplicate", "iterate-max", "iterate-open", "until-expr",
+	"topology-mode", "topology-level", "topology-slice", "topology-same-domain",
 }
 
 // The CRD's bounds, from the kubebuilder markers in apis/v1alpha1.
@@ -207,6 +214,50 @@ func (c *compiler) checkPhase(i int) {
 		c.errs = append(c.errs, field.Invalid(p.Child("startTimeout"), ph.StartTimeout.Duration.String(), "must be greater than 0 when set"))
 	}
 	c.checkOutputs(i)
+	c.errs = append(c.errs, validateTopology(p, ph)...)
+}
+
+// validateTopology checks phase ph's topology (at p, the phase's path):
+// one of required and preferred, label keys as levels, a sliceSize that
+// divides the gang's sizes, and a sameDomainAs that names a phase ph
+// dependsOn (its grant has ended by the time ph queues, and its status
+// says where it ran).
+func validateTopology(p *field.Path, ph *v1alpha1.Phase) field.ErrorList {
+	t := ph.Topology
+	if t == nil {
+		return nil
+	}
+	tp := p.Child("topology")
+	var errs field.ErrorList
+	if (t.Required == "") == (t.Preferred == "") {
+		errs = append(errs, field.Invalid(tp, "", "set exactly one of topology.required and topology.preferred"))
+	}
+	for _, l := range []struct {
+		name, level string
+	}{{"required", t.Required}, {"preferred", t.Preferred}, {"sliceLevel", t.SliceLevel}} {
+		if l.level == "" {
+			continue
+		}
+		if msgs := validation.IsQualifiedName(l.level); len(msgs) > 0 {
+			errs = append(errs, field.Invalid(tp.Child(l.name), l.level, "must be a node label key (a topology level): "+strings.Join(msgs, "; ")))
+		}
+	}
+	if t.SliceLevel != "" && t.SliceSize == nil {
+		errs = append(errs, field.Invalid(tp.Child("sliceLevel"), t.SliceLevel, "sliceLevel needs sliceSize"))
+	}
+	if k := t.SliceSize; k != nil {
+		if e := inRange(tp.Child("sliceSize"), *k, 1, maxGang); e != nil {
+			errs = append(errs, e)
+		} else if ph.Gang.Min%*k != 0 || ph.Gang.DesiredOrMin()%*k != 0 {
+			errs = append(errs, field.Invalid(tp.Child("sliceSize"), *k,
+				fmt.Sprintf("must divide gang.min (%d) and gang.desired (%d): the workers are placed in whole slices", ph.Gang.Min, ph.Gang.DesiredOrMin())))
+		}
+	}
+	if d := t.SameDomainAs; d != "" && !slices.Contains(ph.DependsOn, d) {
+		errs = append(errs, field.Invalid(tp.Child("sameDomainAs"), d,
+			fmt.Sprintf("must name a phase this phase dependsOn %v: its workers must have run before this phase queues", ph.DependsOn)))
+	}
+	return errs
 }
 
 // checkOutputs checks phase i's outputs and records the valid ones.

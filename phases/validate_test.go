@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
+	"github.com/phasegang/phasegang/apis/v1alpha1"
 	"github.com/phasegang/phasegang/internal/wrappers"
 )
 
@@ -67,6 +68,20 @@ func validateCases() map[string]validateCase {
 			`spec.phases[0].name: Invalid value: "a234567890123456789012345678901234": must be at most 32 characters`}},
 		"name-duplicate": {pt: wrappers.MakePT("p").Phase("train", 1).Phase("train", 1), want: []string{
 			`spec.phases[1].name: Duplicate value: "train"`}},
+		"valid topology": {pt: wrappers.MakePT("p").Phase("train", 8).Desired(16).Topology(v1alpha1.PhaseTopology{Preferred: "example.com/rack", SliceSize: ptr.To[int32](4), SliceLevel: "kubernetes.io/hostname"}).
+			Phase("validate", 4).DependsOn("train").Topology(v1alpha1.PhaseTopology{Required: "example.com/rack", SameDomainAs: "train"})},
+		"topology-mode neither": {pt: wrappers.MakePT("p").Phase("train", 8).Topology(v1alpha1.PhaseTopology{}), want: []string{
+			`spec.phases[0].topology: Invalid value: "": set exactly one of topology.required and topology.preferred`}},
+		"topology-mode both": {pt: wrappers.MakePT("p").Phase("train", 8).Topology(v1alpha1.PhaseTopology{Required: "rack", Preferred: "block"}), want: []string{
+			`spec.phases[0].topology: Invalid value: "": set exactly one of topology.required and topology.preferred`}},
+		"topology-level": {pt: wrappers.MakePT("p").Phase("train", 8).Topology(v1alpha1.PhaseTopology{Required: "example.com/rack/x"}), want: []string{
+			`spec.phases[0].topology.required: Invalid value: "example.com/rack/x": must be a node label key (a topology level): a valid label key must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]') with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')`}},
+		"topology-slice": {pt: wrappers.MakePT("p").Phase("train", 8).Desired(12).Topology(v1alpha1.PhaseTopology{Preferred: "rack", SliceSize: ptr.To[int32](8)}), want: []string{
+			`spec.phases[0].topology.sliceSize: Invalid value: 8: must divide gang.min (8) and gang.desired (12): the workers are placed in whole slices`}},
+		"topology-slice level without size": {pt: wrappers.MakePT("p").Phase("train", 8).Topology(v1alpha1.PhaseTopology{Preferred: "rack", SliceLevel: "host"}), want: []string{
+			`spec.phases[0].topology.sliceLevel: Invalid value: "host": sliceLevel needs sliceSize`}},
+		"topology-same-domain": {pt: wrappers.MakePT("p").Phase("train", 8).Phase("validate", 2).Topology(v1alpha1.PhaseTopology{Preferred: "rack", SameDomainAs: "train"}), want: []string{
+			`spec.phases[1].topology.sameDomainAs: Invalid value: "train": must name a phase this phase dependsOn []: its workers must have run before this phase queues`}},
 		"gang-min": {pt: wrappers.MakePT("p").Phase("train", 0), want: []string{
 			"spec.phases[0].gang.min: Invalid value: 0: must be at least 1"}},
 		// SetDefaults made desired = min: the one mistake is reported once.

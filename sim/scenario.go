@@ -57,6 +57,9 @@ type NodeFailure struct {
 // Cluster is a set of node pools.
 type Cluster struct {
 	NodePools []NodePool `json:"nodePools"`
+	// Topology names the cluster's topology levels and the cross-domain
+	// slowdown (topology.go); unset: none.
+	Topology *Topology `json:"topology,omitempty"`
 }
 
 // NodePool is Count identical nodes named <name>-<i>.
@@ -130,6 +133,9 @@ func (sc *Scenario) validate() error {
 	if len(sc.Workload) == 0 {
 		errs = append(errs, errors.New("workload: at least one pipeline is required"))
 	}
+	if err := sc.Cluster.Topology.validate(); err != nil {
+		errs = append(errs, err)
+	}
 	if err := sc.Scaling.Validate(); err != nil {
 		errs = append(errs, err)
 	}
@@ -201,7 +207,7 @@ func (c Cluster) Nodes() []engine.Node {
 			})
 		}
 	}
-	return out
+	return c.withDomains(out)
 }
 
 // GPUs is the cluster's total nvidia.com/gpu.

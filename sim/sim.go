@@ -168,16 +168,18 @@ type simulator struct {
 	opts    Options
 	sc      *Scenario
 	scaling *Scaling
-	now     time.Duration
-	st      *engine.State
-	events  eventqueue.Queue[event]
-	pipes   []*pipeRun
-	byName  map[string]*pipeRun
-	runs    map[engine.GangKey]*phaseRun
-	dirty   map[*pipeRun]bool
-	res     *Result
-	last    time.Duration
-	engWall time.Duration
+	// crossDomain slows runs that span topology domains (nil: none).
+	crossDomain *crossDomainModel
+	now         time.Duration
+	st          *engine.State
+	events      eventqueue.Queue[event]
+	pipes       []*pipeRun
+	byName      map[string]*pipeRun
+	runs        map[engine.GangKey]*phaseRun
+	dirty       map[*pipeRun]bool
+	res         *Result
+	last        time.Duration
+	engWall     time.Duration
 	// lostNodes says a node was removed since the last cycle.
 	lostNodes bool
 	// wakes are the evWake instants pushed and not yet reached.
@@ -213,7 +215,9 @@ func Run(sc *Scenario, opts Options) (*Result, error) {
 		wakes:  map[time.Duration]bool{},
 		res:    &Result{Scenario: sc.Name, Policy: opts.Policy, GPUs: sc.Cluster.GPUs()},
 	}
-	s.st = engine.NewState(cfg, sc.Cluster.Nodes(), nil)
+	nodes := sc.Cluster.Nodes()
+	s.crossDomain = newCrossDomainModel(sc.Cluster, nodes)
+	s.st = engine.NewState(cfg, nodes, nil)
 	if len(sc.Quotas) > 0 {
 		s.st.SetQuotas(sc.engineQuotas())
 	}
@@ -392,7 +396,7 @@ func (s *simulator) progress(p *pipeRun) {
 // the controller rebuilds every cycle.
 func (s *simulator) setStatus(p *pipeRun, st *v1alpha1.PhasedTrainingStatus) {
 	p.pt.Status = *st
-	cur := driver.DemandOf(p.pt, st, s.sc.PriorityClasses)
+	cur := driver.DemandIn(p.pt, st, s.sc.PriorityClasses, s.sc.Cluster.levels())
 	d := driver.DeltaOf(p.demand, cur)
 	p.demand = cur
 	for _, key := range d.Release {
@@ -704,7 +708,7 @@ func (s *simulator) wakeAt(at time.Time) {
 // applyStatuses writes the plan into the statuses of the pipelines it
 // concerns, as the controller's scheduler does.
 func (s *simulator) applyStatuses(plan engine.Plan, now time.Time) {
-	d := &driver.Demand{Gangs: driver.Gangs{}, Pipelines: map[string]*v1alpha1.PhasedTraining{}}
+	d := &driver.Demand{Gangs: driver.Gangs{}, Pipelines: map[string]*v1alpha1.PhasedTraining{}, Levels: s.sc.Cluster.levels()}
 	for _, p := range s.planPipelines(plan) {
 		d.Add(p.pt, s.sc.PriorityClasses)
 	}
@@ -925,7 +929,7 @@ func (s *simulator) schedEnd(r *phaseRun) {
 
 // speed is the run's worker-seconds (at desired size) done per second.
 func (s *simulator) speed(r *phaseRun) float64 {
-	return s.scaling.speed(len(r.nodes), r.desired)
+	return s.scaling.speed(len(r.nodes), r.desired) * s.crossDomain.factor(r.nodes)
 }
 
 // account books the work done since the last change.

@@ -125,6 +125,8 @@ type PhasedTrainingSpec struct {
 
 // Phase is one gang-scheduled step of a pipeline.
 //
+// +kubebuilder:validation:XValidation:rule="!has(self.topology) || !has(self.topology.sliceSize) || (self.gang.min % self.topology.sliceSize == 0 && (!has(self.gang.desired) || self.gang.desired % self.topology.sliceSize == 0))",message="topology.sliceSize must divide gang.min and gang.desired",fieldPath=".topology.sliceSize"
+// +kubebuilder:validation:XValidation:rule="!has(self.topology) || !has(self.topology.sameDomainAs) || (has(self.dependsOn) && self.topology.sameDomainAs in self.dependsOn)",message="topology.sameDomainAs must name a phase this phase dependsOn",fieldPath=".topology.sameDomainAs"
 // +kubebuilder:validation:XValidation:rule="!has(self.dependsOn) || !self.dependsOn.exists(d, d == self.name)",message="a phase cannot depend on itself",fieldPath=".dependsOn"
 // +kubebuilder:validation:XValidation:rule="has(self.template.spec) && size(self.template.spec.containers) > 0",message="must have at least one container",fieldPath=".template.spec.containers",reason=FieldValueRequired
 type Phase struct {
@@ -214,6 +216,80 @@ type Phase struct {
 	// +kubebuilder:validation:MaxLength=64
 	// +kubebuilder:validation:XValidation:rule=`self.matches('^[-+]?(0|(([0-9]+([.][0-9]*)?|[.][0-9]+)(ns|us|µs|μs|ms|s|m|h))+)$') && duration(self) > duration('0s')`,message="must be a duration greater than 0",messageExpression=`self.matches('^[-+]?(0|(([0-9]+([.][0-9]*)?|[.][0-9]+)(ns|us|µs|μs|ms|s|m|h))+)$') ? 'must be greater than 0 when set' : 'must be a duration such as 90s, 30m or 1h30m (numbers with units ns, us, ms, s, m or h)'`
 	Timeout *metav1.Duration `json:"timeout,omitempty"`
+
+	// topology places the phase's workers by the cluster's topology (the
+	// node label keys the controller's --topology-levels names, top level
+	// first): all in one domain of a level (required), in as few as
+	// possible (preferred), in slices of sliceSize workers each within
+	// one domain, and near an earlier phase's workers (sameDomainAs).
+	// Unset: topology plays no part (the workers go onto the fewest
+	// nodes, wherever they are).
+	// +optional
+	Topology *PhaseTopology `json:"topology,omitempty"`
+}
+
+// PhaseTopology is a phase's placement by the cluster's topology levels.
+//
+// +kubebuilder:validation:XValidation:rule="has(self.required) != has(self.preferred)",message="set exactly one of topology.required and topology.preferred"
+// +kubebuilder:validation:XValidation:rule="has(self.sliceSize) || !has(self.sliceLevel)",message="sliceLevel needs sliceSize",fieldPath=".sliceLevel"
+type PhaseTopology struct {
+	// required is a topology level (a node label key): every worker in one
+	// domain of it (one rack, one block), or the gang waits.
+	// +optional
+	// +kubebuilder:validation:MaxLength=317
+	// +kubebuilder:validation:Pattern=`^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$`
+	Required string `json:"required,omitempty"`
+
+	// preferred is a topology level: the workers go into as few domains of
+	// it as possible (one if one fits, else within one domain of the level
+	// above if that fits, and so on); never a reason to wait.
+	// +optional
+	// +kubebuilder:validation:MaxLength=317
+	// +kubebuilder:validation:Pattern=`^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$`
+	Preferred string `json:"preferred,omitempty"`
+
+	// sliceSize places the workers in groups of this many consecutive
+	// ranks, each group within one domain of sliceLevel (tensor-parallel
+	// groups inside a rack, data-parallel across racks). It must divide
+	// gang.min and gang.desired; an elastic gang grows by whole slices.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=10000
+	SliceSize *int32 `json:"sliceSize,omitempty"`
+
+	// sliceLevel is the level each slice stays within; defaults to the
+	// level of required or preferred. It should be that level or one
+	// below it.
+	// +optional
+	// +kubebuilder:validation:MaxLength=317
+	// +kubebuilder:validation:Pattern=`^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$`
+	SliceLevel string `json:"sliceLevel,omitempty"`
+
+	// sameDomainAs names a phase this phase dependsOn: the workers go into
+	// the domain (at the level of required or preferred) where most of
+	// that phase's workers last ran, its checkpoint's locality. With
+	// required the gang waits for that domain; with preferred it goes
+	// elsewhere when that domain has no room.
+	// +optional
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:Pattern=`^[a-z]([-a-z0-9]*[a-z0-9])?$`
+	SameDomainAs string `json:"sameDomainAs,omitempty"`
+}
+
+// Level is the level of required or preferred ("" when neither is set).
+func (t *PhaseTopology) Level() string {
+	if t.Required != "" {
+		return t.Required
+	}
+	return t.Preferred
+}
+
+// SliceLevelOrLevel is sliceLevel, or Level when it is unset.
+func (t *PhaseTopology) SliceLevelOrLevel() string {
+	if t.SliceLevel != "" {
+		return t.SliceLevel
+	}
+	return t.Level()
 }
 
 // DefaultStartBackoffLimit is spec.phases[i].startBackoffLimit when unset:

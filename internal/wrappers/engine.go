@@ -91,3 +91,36 @@ func EngineQueue(name, cohort string, nominal int64) engine.Queue {
 func EngineQuota(ns, name string, hard int64) engine.Quota {
 	return engine.Quota{Namespace: ns, Name: name, Hard: engine.ResourceList{GPU: engine.Milli(hard)}}
 }
+
+// TopoLevels are the engine tests' topology levels: block, rack, host.
+var TopoLevels = []string{"example.com/block", "example.com/rack", "kubernetes.io/hostname"}
+
+// TopoNode is EngineNode(name, gpus) in block/rack (its host level is
+// its name) with used GPUs taken by pods no grant covers.
+func TopoNode(name string, gpus, used int64, block, rack string) engine.Node {
+	n := EngineNode(name, gpus)
+	n.Domain = []string{block, rack, name}
+	if used > 0 {
+		n.Used = engine.ResourceList{GPU: engine.Milli(used)}
+	}
+	return n
+}
+
+// Topo places the gang by level l of TopoLevels: required or preferred.
+func Topo(l int, required bool) GangOpt {
+	return func(r *engine.Request) {
+		r.Topology = &engine.Topology{Level: l, LevelName: TopoLevels[l], Required: required}
+	}
+}
+
+// Slices places the gang (which has a Topo) in slices of size within one
+// domain of level l.
+func Slices(size int32, l int) GangOpt {
+	return func(r *engine.Request) {
+		r.Topology.SliceSize, r.Topology.SliceLevel, r.Topology.SliceLevelName = size, l, TopoLevels[l]
+	}
+}
+
+// Near asks the gang (which has a Topo) for the domain of the nodes an
+// earlier phase ran on (sameDomainAs).
+func Near(nodes ...string) GangOpt { return func(r *engine.Request) { r.Topology.Near = nodes } }

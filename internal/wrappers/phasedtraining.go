@@ -112,6 +112,9 @@ func (b *PT) NoRequests() *PT { b.lastContainer().Resources = corev1.ResourceReq
 // NoContainers drops the last phase's containers (an invalid spec).
 func (b *PT) NoContainers() *PT { b.last().Template.Spec.Containers = nil; return b }
 
+// Topology sets the last phase's topology.
+func (b *PT) Topology(t v1alpha1.PhaseTopology) *PT { b.last().Topology = &t; return b }
+
 // DependsOn adds dependencies to the last phase.
 func (b *PT) DependsOn(names ...string) *PT {
 	b.last().DependsOn = append(b.last().DependsOn, names...)

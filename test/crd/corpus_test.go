@@ -102,6 +102,18 @@ var celViolations = map[string]func(obj map[string]any){
 	".spec.phases[].timeout: must be a duration greater than 0": func(obj map[string]any) {
 		phase(obj, 2)["timeout"] = "0s"
 	},
+	".spec.phases[]: topology.sliceSize must divide gang.min and gang.desired": func(obj map[string]any) {
+		phase(obj, 0)["topology"] = map[string]any{"preferred": "example.com/rack", "sliceSize": int64(3)}
+	},
+	".spec.phases[]: topology.sameDomainAs must name a phase this phase dependsOn": func(obj map[string]any) {
+		phase(obj, 2)["topology"] = map[string]any{"required": "example.com/rack", "sameDomainAs": "train"}
+	},
+	".spec.phases[].topology: set exactly one of topology.required and topology.preferred": func(obj map[string]any) {
+		phase(obj, 0)["topology"] = map[string]any{"sliceSize": int64(2)}
+	},
+	".spec.phases[].topology: sliceLevel needs sliceSize": func(obj map[string]any) {
+		phase(obj, 1)["topology"] = map[string]any{"preferred": "example.com/rack", "sliceLevel": "kubernetes.io/hostname"}
+	},
 }
 
 func spec(obj map[string]any) map[string]any { return obj["spec"].(map[string]any) }

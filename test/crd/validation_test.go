@@ -385,6 +385,47 @@ func TestInvalidObjects(t *testing.T) {
 			// CEL has no recursion and cannot parse expr-lang: only the controller rejects it.
 			wantGo: []string{"spec.phases[2].when: Invalid value"},
 		},
+		"topology with neither required nor preferred": {
+			mutate:  func(pt *v1alpha1.PhasedTraining) { pt.Spec.Phases[0].Topology = &v1alpha1.PhaseTopology{} },
+			wantCRD: []string{"spec.phases[0].topology: Invalid value: set exactly one of topology.required and topology.preferred"},
+			wantGo:  []string{"spec.phases[0].topology: Invalid value"},
+		},
+		"topology with both required and preferred": {
+			mutate: func(pt *v1alpha1.PhasedTraining) {
+				pt.Spec.Phases[0].Topology = &v1alpha1.PhaseTopology{Required: "example.com/rack", Preferred: "example.com/block"}
+			},
+			wantCRD: []string{"spec.phases[0].topology: Invalid value: set exactly one of topology.required and topology.preferred"},
+			wantGo:  []string{"spec.phases[0].topology: Invalid value"},
+		},
+		"topology level not a label key": {
+			mutate: func(pt *v1alpha1.PhasedTraining) {
+				pt.Spec.Phases[0].Topology = &v1alpha1.PhaseTopology{Preferred: "example.com/rack/x"}
+			},
+			wantCRD: []string{`spec.phases[0].topology.preferred: Invalid value: spec.phases[0].topology.preferred in body should match '^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$'`},
+			wantGo:  []string{"spec.phases[0].topology.preferred: Invalid value"},
+		},
+		"topology sliceSize does not divide desired": {
+			mutate: func(pt *v1alpha1.PhasedTraining) {
+				pt.Spec.Phases[0].Topology = &v1alpha1.PhaseTopology{Preferred: "example.com/rack", SliceSize: ptr.To[int32](2)}
+				pt.Spec.Phases[0].Gang.Desired = ptr.To[int32](7)
+			},
+			wantCRD: []string{"spec.phases[0].topology.sliceSize: Invalid value: topology.sliceSize must divide gang.min and gang.desired"},
+			wantGo:  []string{"spec.phases[0].topology.sliceSize: Invalid value"},
+		},
+		"topology sliceLevel without sliceSize": {
+			mutate: func(pt *v1alpha1.PhasedTraining) {
+				pt.Spec.Phases[0].Topology = &v1alpha1.PhaseTopology{Preferred: "example.com/rack", SliceLevel: "kubernetes.io/hostname"}
+			},
+			wantCRD: []string{"spec.phases[0].topology.sliceLevel: Invalid value: sliceLevel needs sliceSize"},
+			wantGo:  []string{"spec.phases[0].topology.sliceLevel: Invalid value"},
+		},
+		"topology sameDomainAs not a dependency": {
+			mutate: func(pt *v1alpha1.PhasedTraining) {
+				pt.Spec.Phases[2].Topology = &v1alpha1.PhaseTopology{Required: "example.com/rack", SameDomainAs: "train"}
+			},
+			wantCRD: []string{"spec.phases[2].topology.sameDomainAs: Invalid value: topology.sameDomainAs must name a phase this phase dependsOn"},
+			wantGo:  []string{"spec.phases[2].topology.sameDomainAs: Invalid value"},
+		},
 		"when not boolean": {
 			mutate: func(pt *v1alpha1.PhasedTraining) { pt.Spec.Phases[2].When = "phases.validate.outputs.accuracy" },
 			// CEL has no recursion and cannot parse expr-lang: only the controller rejects it.

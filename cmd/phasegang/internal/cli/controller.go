@@ -32,6 +32,7 @@ type controllerFlags struct {
 	pprofAddr        string
 	podGroups        string
 	provisioning     string
+	topologyLevels   []string
 	provisionDelay   time.Duration
 }
 
@@ -63,6 +64,7 @@ OTEL_SDK_DISABLED=true turns it off. See docs/tracing.md.`,
 	fl.BoolVar(&f.leaderElect, "leader-elect", false, "elect a leader, so only one replica schedules (the Deployment sets it)")
 	fl.StringVar(&f.leaderElectionNS, "leader-election-namespace", "", "namespace of the leader election Lease (default: the pod's)")
 	fl.DurationVar(&f.starvationBound, "starvation-bound", engine.DefaultConfig().StarvationBound, "how long the queue's head waits while smaller gangs backfill")
+	fl.StringSliceVar(&f.topologyLevels, "topology-levels", nil, "the cluster's topology: node label keys, top level first, e.g. example.com/block,example.com/rack,kubernetes.io/hostname; phases with spec.phases[].topology are placed by them (docs/topology.md)")
 	fl.DurationVar(&f.interval, "resync", 5*time.Second, "longest pause between scheduling cycles without an event")
 	fl.BoolVar(&f.development, "development", false, "human-readable logs")
 	fl.IntVar(&f.workers, "workers", 32, "PhasedTrainings reconciled at once (reconciles mostly wait on the API server)")
@@ -121,6 +123,8 @@ func runController(f *controllerFlags) error {
 		Tracer:       tr.PhaseTracer(),
 		PodGroups:    f.podGroups,
 		Provisioning: controllers.Provisioning{Class: f.provisioning, Delay: f.provisionDelay},
+
+		TopologyLevels: f.topologyLevels,
 	}); err != nil {
 		return err
 	}

@@ -22,6 +22,7 @@ type queueFlags struct {
 	namespace       string
 	kubeconfig      string
 	starvationBound time.Duration
+	topologyLevels  []string
 	timeout         time.Duration
 }
 
@@ -53,6 +54,7 @@ gangs. See docs/queues.md.`,
 	fl.StringVarP(&f.namespace, "namespace", "n", "", "list only this namespace's gangs (default: every namespace)")
 	fl.StringVar(&f.kubeconfig, "kubeconfig", "", "path to a kubeconfig (default: $KUBECONFIG, then in-cluster)")
 	fl.DurationVar(&f.starvationBound, "starvation-bound", engine.DefaultConfig().StarvationBound, "the controller's --starvation-bound, if it was changed")
+	fl.StringSliceVar(&f.topologyLevels, "topology-levels", nil, "the controller's --topology-levels, if it is set")
 	fl.DurationVar(&f.timeout, "timeout", 30*time.Second, "how long to wait for the cluster")
 	return cmd
 }
@@ -75,7 +77,7 @@ func runQueue(ctx context.Context, w io.Writer, f *queueFlags, args []string) er
 		return err
 	}
 	now := time.Now()
-	snap, d, err := controllers.ReadSnapshot(ctx, c, now)
+	snap, d, err := controllers.ReadSnapshot(ctx, c, now, f.topologyLevels)
 	if err != nil {
 		return fmt.Errorf("reading the cluster: %w", err)
 	}
