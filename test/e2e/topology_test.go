@@ -156,7 +156,8 @@ func holdNoPhasePods(t *testing.T, pt *v1alpha1.PhasedTraining, phase string, d 
 // and 4 in rack 1: 10 GPUs are free, enough for the 8-worker gang across
 // racks (its waitingFor says 8 fit now), but no rack has 8. The gang waits (its waitingFor and `phasegang
 // queue` say which level is short and the best rack's room) and no pod of
-// it is created; when rack 1 frees, it runs whole there.
+// it is created; when rack 1 frees, it runs whole there, its status naming
+// each worker's domain (block/rack/host).
 func TestTopologyRequiredWaitsForARack(t *testing.T) {
 	ns := namespace(t)
 	pool := "pool-topo-req"
@@ -191,6 +192,16 @@ func TestTopologyRequiredWaitsForARack(t *testing.T) {
 	done := waitState(t, pt, v1alpha1.PipelineSucceeded, 60*time.Second)
 	wantRacks(t, pt, "train", rackOf, 8, r1)
 	reservedWhole(t, phaseStatus(done, "train"), 8)
+	// Each worker's domain is in the status, beside its node.
+	ps := phaseStatus(done, "train")
+	if len(ps.Domains) != len(ps.Assignments) {
+		t.Fatalf("status domains %v beside assignments %v", ps.Domains, ps.Assignments)
+	}
+	for w, node := range ps.Assignments {
+		if want := pool + "-b0/" + r1 + "/" + node; ps.Domains[w] != want {
+			t.Errorf("worker %d on %s: domain %q, want %q", w, node, ps.Domains[w], want)
+		}
+	}
 }
 
 // preferred: rack. Rack 0 has 3 nodes of 4 GPUs, racks 1 and 2 one node
