@@ -54,5 +54,6 @@ func buildSnapshot(v clusterView, now time.Time, fence *engine.Fence) (engine.Sn
 	}, now)
 	snap.Nodes = driver.Nodes(v.Nodes, v.Pods, covered)
 	driver.SetDomains(snap.Nodes, v.TopologyLevels)
+	d.NodeDomains = driver.NodeDomains(snap.Nodes)
 	return snap, d
 }

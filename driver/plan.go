@@ -93,6 +93,9 @@ func ApplyPlan(plan engine.Plan, d *Demand, now time.Time, changes Changes) {
 		}
 		c.Status.State = v1alpha1.StateFromConditions(c.Status.Conditions)
 		setWorkersSummary(c.Pipeline, c.Status)
+		if d.NodeDomains != nil {
+			setWorkerDomains(c.Status, d.NodeDomains)
+		}
 	}
 }
 

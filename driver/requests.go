@@ -98,8 +98,12 @@ type Demand struct {
 	// Levels are the cluster's topology levels (node label keys, top
 	// level first): the phases' topology is resolved against them
 	// (TopologyOf). Set it before Add.
-	Levels  []string
-	classes Priorities
+	Levels []string
+	// NodeDomains maps each node to its domain path (NodeDomains): with
+	// it, ApplyPlan writes each granted worker's domain in the phase's
+	// status (status.phases[].domains). Nil without topology levels.
+	NodeDomains map[string]string
+	classes     Priorities
 }
 
 func (d *Demand) pipelineKeys() []string {

@@ -2,6 +2,7 @@ package driver
 
 import (
 	"slices"
+	"strings"
 
 	"github.com/phasegang/phasegang/apis/v1alpha1"
 	"github.com/phasegang/phasegang/engine"
@@ -48,4 +49,50 @@ func TopologyOf(pt *v1alpha1.PhasedTraining, phase *v1alpha1.Phase, iteration in
 		}
 	}
 	return out
+}
+
+// NodeDomains maps each node with a Domain (SetDomains) to its domain
+// path, the values joined by "/" (b1/r3/node-17), down to the first
+// level whose label the node lacks (a node without the top level's is
+// left out); nil without levels.
+func NodeDomains(nodes []engine.Node) map[string]string {
+	var out map[string]string
+	for _, n := range nodes {
+		if len(n.Domain) == 0 {
+			continue
+		}
+		if out == nil {
+			out = map[string]string{}
+		}
+		// A node is in no domain of the level of its first empty value,
+		// nor of any below it (as the engine reads it).
+		path := n.Domain
+		if i := slices.Index(path, ""); i >= 0 {
+			path = path[:i]
+		}
+		if len(path) > 0 {
+			out[n.Name] = strings.Join(path, "/")
+		}
+	}
+	return out
+}
+
+// setWorkerDomains writes each phase's domains, parallel to its
+// assignments: worker w's node's domain path (empty for a node not in
+// nodeDomains). A phase without assignments has none.
+func setWorkerDomains(st *v1alpha1.PhasedTrainingStatus, nodeDomains map[string]string) {
+	for i := range st.Phases {
+		ps := &st.Phases[i]
+		if len(ps.Assignments) == 0 {
+			ps.Domains = nil
+			continue
+		}
+		d := make([]string, len(ps.Assignments))
+		for w, node := range ps.Assignments {
+			d[w] = nodeDomains[node]
+		}
+		if !slices.Equal(d, ps.Domains) {
+			ps.Domains = d
+		}
+	}
 }

@@ -2,6 +2,7 @@ package driver
 
 import (
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/utils/ptr"
@@ -50,5 +51,57 @@ func TestDemandCarriesTheTopology(t *testing.T) {
 	want = &engine.Topology{Level: 1, LevelName: "example.com/rack", SliceSize: 2, SliceLevel: 2, SliceLevelName: "kubernetes.io/hostname"}
 	if diff := cmp.Diff(want, train); diff != "" {
 		t.Errorf("train's topology (-want +got):\n%s", diff)
+	}
+}
+
+// With the nodes' domains, a grant writes each worker's domain beside its
+// node (status.phases[].domains), and every later change of the workers
+// (growth, shrink, a requeue) keeps the two lists parallel.
+func TestApplyPlanWritesWorkerDomains(t *testing.T) {
+	nodes := []engine.Node{
+		{Name: "n1", Labels: map[string]string{"example.com/block": "b1", "example.com/rack": "r1", "kubernetes.io/hostname": "n1"}},
+		{Name: "n2", Labels: map[string]string{"example.com/block": "b1", "example.com/rack": "r2", "kubernetes.io/hostname": "n2"}},
+		{Name: "n3"},
+		{Name: "n4", Labels: map[string]string{"example.com/block": "b2", "kubernetes.io/hostname": "n4"}},
+		{Name: "n5", Labels: map[string]string{"example.com/rack": "r5", "kubernetes.io/hostname": "n5"}},
+	}
+	SetDomains(nodes, wrappers.TopoLevels)
+	nd := NodeDomains(nodes)
+	if want := map[string]string{"n1": "b1/r1/n1", "n2": "b1/r2/n2", "n4": "b2"}; !cmp.Equal(nd, want) {
+		t.Fatalf("NodeDomains %v, want %v", nd, want)
+	}
+	if NodeDomains([]engine.Node{{Name: "n1"}}) != nil {
+		t.Error("NodeDomains without levels is not nil")
+	}
+	pt := wrappers.MakePT("job").Phase("train", 2).Desired(3).Status(wrappers.Queued("train")).Obj()
+	pt.Status.ObservedGeneration = pt.Generation
+	step := func(plan engine.Plan) []string {
+		t.Helper()
+		d := demandOf(pt)
+		d.NodeDomains = nd
+		changes := Changes{}
+		ApplyPlan(plan, d, time.Now(), changes)
+		pt = after(t, pt, changes)
+		ps := pt.Status.Phases[0]
+		if len(ps.Domains) != len(ps.Assignments) {
+			t.Fatalf("domains %v beside assignments %v", ps.Domains, ps.Assignments)
+		}
+		return ps.Domains
+	}
+	key := gang("job", "train")
+	if got, want := step(engine.Plan{Reserves: []engine.Reservation{{Gang: key,
+		Workers: []engine.WorkerPlacement{{Index: 0, Node: "n2"}, {Index: 1, Node: "n1"}}}}}), []string{"b1/r2/n2", "b1/r1/n1"}; !cmp.Equal(got, want) {
+		t.Errorf("reserved: domains %v, want %v", got, want)
+	}
+	if got, want := step(engine.Plan{Grows: []engine.Reservation{{Gang: key, Workers: []engine.WorkerPlacement{{Index: 2, Node: "n1"}}}}}),
+		[]string{"b1/r2/n2", "b1/r1/n1", "b1/r1/n1"}; !cmp.Equal(got, want) {
+		t.Errorf("grown: domains %v, want %v", got, want)
+	}
+	if got, want := step(engine.Plan{Shrinks: []engine.Shrink{{Gang: key, Workers: []engine.WorkerPlacement{{Index: 2, Node: "n1"}}}}}),
+		[]string{"b1/r2/n2", "b1/r1/n1"}; !cmp.Equal(got, want) {
+		t.Errorf("shrunk: domains %v, want %v", got, want)
+	}
+	if got := step(engine.Plan{Releases: []engine.Release{{Gang: key, Reason: engine.ReleaseNodeLost, Message: "node n2 was lost"}}}); got != nil {
+		t.Errorf("requeued: domains %v, want none", got)
 	}
 }

@@ -669,7 +669,7 @@ func (p *Pipeline) Apply(s *v1alpha1.PhasedTrainingStatus, step Step, now time.T
 		}
 		nb := metav1.NewTime(rq.NotBefore)
 		e.State, e.Message, e.NotBefore = v1alpha1.PhaseQueued, rq.Message, &nb
-		e.Reservation, e.Assignments, e.ReservedTime, e.StartTime = nil, nil, nil, nil
+		e.Reservation, e.Assignments, e.Domains, e.ReservedTime, e.StartTime = nil, nil, nil, nil, nil
 		e.Workers.Granted, e.Workers.Running = 0, 0
 		e.StartFailures = rq.StartFailures
 		// The queue wait starts again (Reserved's "after ... queued" and

@@ -170,6 +170,8 @@ type simulator struct {
 	scaling *Scaling
 	// crossDomain slows runs that span topology domains (nil: none).
 	crossDomain *crossDomainModel
+	// nodeDomains are the nodes' domain paths (status.phases[].domains).
+	nodeDomains map[string]string
 	now         time.Duration
 	st          *engine.State
 	events      eventqueue.Queue[event]
@@ -217,6 +219,7 @@ func Run(sc *Scenario, opts Options) (*Result, error) {
 	}
 	nodes := sc.Cluster.Nodes()
 	s.crossDomain = newCrossDomainModel(sc.Cluster, nodes)
+	s.nodeDomains = driver.NodeDomains(nodes)
 	s.st = engine.NewState(cfg, nodes, nil)
 	if len(sc.Quotas) > 0 {
 		s.st.SetQuotas(sc.engineQuotas())
@@ -708,7 +711,7 @@ func (s *simulator) wakeAt(at time.Time) {
 // applyStatuses writes the plan into the statuses of the pipelines it
 // concerns, as the controller's scheduler does.
 func (s *simulator) applyStatuses(plan engine.Plan, now time.Time) {
-	d := &driver.Demand{Gangs: driver.Gangs{}, Pipelines: map[string]*v1alpha1.PhasedTraining{}, Levels: s.sc.Cluster.levels()}
+	d := &driver.Demand{Gangs: driver.Gangs{}, Pipelines: map[string]*v1alpha1.PhasedTraining{}, Levels: s.sc.Cluster.levels(), NodeDomains: s.nodeDomains}
 	for _, p := range s.planPipelines(plan) {
 		d.Add(p.pt, s.sc.PriorityClasses)
 	}

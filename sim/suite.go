@@ -154,6 +154,9 @@ func SuiteWorkloads(seed []byte) []SuiteWorkload {
 		suiteTrace("philly-day105-onegpu", "mostly 1-GPU, rare 32-GPU gangs: day 105, every job, 8×8", "testdata/suite/philly-day105-onegpu.csv", day, 8, 8),
 		withNodeFailures(suiteTrace("philly-day72-failures", "node failures: day 72, one cluster, 1-16 GPUs, 4×8 losing 2 nodes", "testdata/suite/philly-day72-failures.csv", day, 4, 8),
 			NodeFailure{Node: "gpu-3", At: dur(6 * time.Hour)}, NodeFailure{Node: "gpu-2", At: dur(14 * time.Hour)}),
+		// Topology (issue 33): a copy of examples/simulate/topology-racks.yaml
+		// (TestSuiteTopologyIsTheExample keeps them equal).
+		suiteScenario("topology-racks", "preferred-rack trains of 8-32 1-GPU workers, 8 racks of 4×8, 0.8 per extra rack", suiteFile("testdata/suite/topology-racks.yaml")),
 	}
 }
 

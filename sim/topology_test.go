@@ -1,6 +1,8 @@
 package sim
 
 import (
+	"bytes"
+	"os"
 	"testing"
 	"time"
 )
@@ -37,5 +39,21 @@ func TestPreferredRackBeatsTopologyBlind(t *testing.T) {
 	}
 	if topo.JCTAvg >= flat.JCTAvg {
 		t.Errorf("preferred JCT avg %v, topology-blind %v: want preferred lower", sec(topo.JCTAvg), sec(flat.JCTAvg))
+	}
+}
+
+// The suite's topology workload is a copy of the example (go:embed cannot
+// reach examples/): keep them equal.
+func TestSuiteTopologyIsTheExample(t *testing.T) {
+	ex, err := os.ReadFile("../examples/simulate/topology-racks.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cp, err := suiteFiles.ReadFile("testdata/suite/topology-racks.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(ex, cp) {
+		t.Error("sim/testdata/suite/topology-racks.yaml differs from examples/simulate/topology-racks.yaml: copy the example over it")
 	}
 }

@@ -149,6 +149,9 @@ type PhaseAttempt struct {
 	GPUs int64
 	// Nodes are the distinct nodes of the gang, sorted.
 	Nodes []string
+	// Domains are the workers' topology domains, by worker index
+	// (status.phases[].domains; none without --topology-levels).
+	Domains []string
 	// Outcome is the attempt's final state: Succeeded, Failed, Skipped.
 	Outcome    string
 	Message    string
@@ -211,6 +214,7 @@ func PhaseAttemptOf(tid trace.TraceID, pt *v1alpha1.PhasedTraining, ps *v1alpha1
 		}
 	}
 	slices.Sort(a.Nodes)
+	a.Domains = slices.Clone(ps.Domains)
 	if phase := driver.PhaseSpec(pt, ps.Name); phase != nil {
 		if a.Min == 0 {
 			a.Min, a.Desired = phase.Gang.Min, phase.Gang.DesiredOrMin()
@@ -343,6 +347,9 @@ func (t *OTelTracer) EmitPhase(ctx context.Context, a PhaseAttempt) {
 		attribute.StringSlice("phasegang.nodes", nodes),
 		attribute.String("phasegang.outcome", a.Outcome),
 		attribute.String("phasegang.waiting_for", a.WaitingFor),
+	}
+	if len(a.Domains) > 0 {
+		attrs = append(attrs, attribute.StringSlice("phasegang.worker_domains", a.Domains))
 	}
 	if a.Message != "" {
 		attrs = append(attrs, attribute.String("phasegang.message", a.Message))

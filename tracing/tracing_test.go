@@ -3,6 +3,7 @@ package tracing
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -448,5 +449,34 @@ func TestOTLPExporterEndpoints(t *testing.T) {
 		if _, err := OTLPExporter(context.Background(), ep); err == nil {
 			t.Errorf("%s accepted", ep)
 		}
+	}
+}
+
+// A phase attempt's span names each worker's topology domain, by worker
+// index, from status.phases[].domains; without domains the attribute is
+// left out.
+func TestPhaseSpanWorkerDomains(t *testing.T) {
+	tid, _ := trace.TraceIDFromHex(testTraceID)
+	pt := &v1alpha1.PhasedTraining{}
+	pt.Namespace, pt.Name = "ml", "resnet"
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	ps := v1alpha1.PhaseStatus{Name: "train", State: v1alpha1.PhaseSucceeded,
+		Assignments: []string{"n2", "n1"}, Domains: []string{"b1/r2/n2", "b1/r1/n1"},
+		ReservedTime: &metav1.Time{Time: t0}, EndTime: &metav1.Time{Time: t0.Add(time.Minute)}}
+	rec, tr := newRecorder()
+	tr.EmitPhase(context.Background(), PhaseAttemptOf(tid, pt, &ps))
+	ps.Domains = nil
+	ps.Attempt = 1
+	tr.EmitPhase(context.Background(), PhaseAttemptOf(tid, pt, &ps))
+	var got []string
+	for _, sp := range rec.Ended() {
+		if sp.Name() != "phase train" {
+			continue
+		}
+		v, ok := attrs(sp)["phasegang.worker_domains"]
+		got = append(got, fmt.Sprintf("%v %v", ok, v.AsStringSlice()))
+	}
+	if want := []string{"true [b1/r2/n2 b1/r1/n1]", "false []"}; !slices.Equal(got, want) {
+		t.Errorf("phasegang.worker_domains of the two spans: %q, want %q", got, want)
 	}
 }

@@ -498,6 +498,15 @@ type PhaseStatus struct {
 	// +optional
 	// +listType=atomic
 	Assignments []string `json:"assignments,omitempty"`
+	// domains lists, by worker index, the topology domain of each
+	// worker's node (assignments): the values of the controller's
+	// --topology-levels labels on it, top level first, joined by "/"
+	// (b1/r3/node-17), down to the first level whose label the node lacks
+	// ("" if it lacks the top one). Set only when the controller has
+	// topology levels.
+	// +optional
+	// +listType=atomic
+	Domains []string `json:"domains,omitempty"`
 	// waitingFor says, with numbers, what a queued gang waits for.
 	// +optional
 	WaitingFor string `json:"waitingFor,omitempty"`

@@ -148,6 +148,11 @@ func (in *PhaseStatus) DeepCopyInto(out *PhaseStatus) {
 		*out = make([]string, len(*in))
 		copy(*out, *in)
 	}
+	if in.Domains != nil {
+		in, out := &in.Domains, &out.Domains
+		*out = make([]string, len(*in))
+		copy(*out, *in)
+	}
 	if in.Outputs != nil {
 		in, out := &in.Outputs, &out.Outputs
 		*out = make(map[string]string, len(*in))

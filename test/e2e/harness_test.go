@@ -128,7 +128,8 @@ func startController() *controllerProcess {
 	}
 	probes, metrics := "127.0.0.1:"+freePort(), "127.0.0.1:"+freePort()
 	args := append([]string{"controller", "--metrics-bind-address", metrics,
-		"--health-probe-bind-address", probes, "--resync", "1s", "--starvation-bound", "1m"}, extraControllerArgs...)
+		"--health-probe-bind-address", probes, "--resync", "1s", "--starvation-bound", "1m",
+		"--topology-levels", strings.Join(topologyLevels, ",")}, extraControllerArgs...)
 	cmd := exec.Command(binary, args...)
 	cmd.Stdout, cmd.Stderr = f, f
 	cmd.Env = append(os.Environ(), extraControllerEnv...)
@@ -137,6 +138,11 @@ func startController() *controllerProcess {
 	}
 	return &controllerProcess{cmd: cmd, log: f, probes: probes, metrics: metrics}
 }
+
+// topologyLevels are the controller's --topology-levels (topology_test.go).
+// They are harmless to the other tests: only phases with a topology are
+// placed by them, and their nodes carry none of the labels but the host's.
+var topologyLevels = []string{"example.com/block", "example.com/rack", "kubernetes.io/hostname"}
 
 // extraControllerEnv is added to the controller's environment (tracing),
 // extraControllerArgs to its flags (provisioning).
@@ -239,14 +245,25 @@ func namespace(t *testing.T) string {
 // not share capacity.
 func nodes(t *testing.T, pool string, n, gpus int) []string {
 	t.Helper()
+	return labelledNodes(t, pool, pool, nil, n, gpus)
+}
+
+// labelledNodes is nodes with more labels (topology: block, rack), named
+// <prefix>-0 … <prefix>-(n-1), so that one pool can hold several racks.
+func labelledNodes(t *testing.T, pool, prefix string, labels map[string]string, n, gpus int) []string {
+	t.Helper()
 	var names []string
 	for i := range n {
-		name := fmt.Sprintf("%s-%d", pool, i)
+		name := fmt.Sprintf("%s-%d", prefix, i)
+		l := map[string]string{"kubernetes.io/hostname": name, "type": "kwok", "pool": pool}
+		for k, v := range labels {
+			l[k] = v
+		}
 		node := &corev1.Node{
 			ObjectMeta: metav1.ObjectMeta{
 				Name:        name,
 				Annotations: map[string]string{"kwok.x-k8s.io/node": "fake", "node.alpha.kubernetes.io/ttl": "0"},
-				Labels:      map[string]string{"kubernetes.io/hostname": name, "type": "kwok", "pool": pool},
+				Labels:      l,
 			},
 			Status: corev1.NodeStatus{
 				Allocatable: gpuResources(gpus),
