@@ -541,6 +541,61 @@ func (s *State) adjust(ws []surplusWorker, sign int64) {
 // of fenced node indices. The previous cycle's fence is kept while it is
 // still valid, so the set does not wander and the head's wait is bounded
 // by the longest phase running on it.
+// fenceCand is a node a starving head might fence: the head's workers it
+// has room for now, and could ever hold (at most the head's min).
+type fenceCand struct {
+	i         int32
+	now, ever int64
+}
+
+// inFenceDomain keeps, for a head whose topology is required, only the
+// candidates in the one domain of its level it should drain: the domain
+// its earlier phase ran in (sameDomainAs), else, of the domains that could
+// ever hold it, the one with the most room now (ties: most room ever,
+// then the first). Fencing nodes of several domains would hold capacity
+// the head can never use together. Others keep every candidate.
+func (s *State) inFenceDomain(head *gangReq, cands []fenceCand) []fenceCand {
+	t := head.req.Topology
+	if t == nil || !t.Required || t.Level < 0 {
+		return cands
+	}
+	now, ever := map[int32]int64{}, map[int32]int64{}
+	var doms []int32
+	for _, c := range cands {
+		d := s.domOf(c.i, t.Level)
+		if _, seen := ever[d]; !seen && d >= 0 {
+			doms = append(doms, d)
+		}
+		now[d] += c.now
+		ever[d] += c.ever
+	}
+	best := int32(-1)
+	if len(t.Near) > 0 {
+		best = s.majorityDomain(s.nodeIndexes(t.Near), t.Level)
+	} else {
+		for _, d := range doms {
+			if ever[d] >= int64(head.req.Min) && (best < 0 || cmp.Or(cmp.Compare(now[d], now[best]), cmp.Compare(ever[d], ever[best])) > 0) {
+				best = d
+			}
+		}
+	}
+	if best < 0 {
+		return cands
+	}
+	return slices.DeleteFunc(cands, func(c fenceCand) bool { return s.domOf(c.i, t.Level) != best })
+}
+
+// nodeIndexes are the indexes of the named nodes the State has.
+func (s *State) nodeIndexes(names []string) []int32 {
+	out := make([]int32, 0, len(names))
+	for _, name := range names {
+		if i, ok := s.nodeIdx[name]; ok {
+			out = append(out, int32(i))
+		}
+	}
+	return out
+}
+
 func (s *State) fenceFor(head *gangReq, c *nodeClass) []bool {
 	potential := func(i int32) int64 {
 		n := s.nodes[i]
@@ -573,18 +628,16 @@ func (s *State) fenceFor(head *gangReq, c *nodeClass) []bool {
 	}
 	if chosen == nil {
 		// Nodes with the most room now drain soonest; ties by how much
-		// they could ever hold, then by name.
-		type cand struct {
-			i         int32
-			now, ever int64
-		}
-		cands := make([]cand, 0, len(c.nodes))
+		// they could ever hold, then by name. A head that must run in one
+		// domain drains one domain.
+		cands := make([]fenceCand, 0, len(c.nodes))
 		for _, i := range c.nodes {
 			if ever := potential(i); ever > 0 {
-				cands = append(cands, cand{i: i, now: portRoom(head, blocked, i, capOf(s.nodes[i].free, head.fp, int64(head.req.Min))), ever: ever})
+				cands = append(cands, fenceCand{i: i, now: portRoom(head, blocked, i, capOf(s.nodes[i].free, head.fp, int64(head.req.Min))), ever: ever})
 			}
 		}
-		slices.SortFunc(cands, func(a, b cand) int {
+		cands = s.inFenceDomain(head, cands)
+		slices.SortFunc(cands, func(a, b fenceCand) int {
 			return cmp.Or(cmp.Compare(b.now, a.now), cmp.Compare(b.ever, a.ever), cmp.Compare(a.i, b.i))
 		})
 		var sum int64

@@ -1,6 +1,7 @@
 package engine_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -202,5 +203,40 @@ func TestElasticGrowsInsideItsDomain(t *testing.T) {
 		if w.Node[:2] != "r3" {
 			t.Errorf("grew worker %d onto %s, want r3", w.Index, w.Node)
 		}
+	}
+}
+
+// A starving head whose rack is required fences the nodes of one rack,
+// the one with the most room now, not the roomiest nodes of several
+// racks: capacity fenced across racks could never hold it together.
+// With sameDomainAs it fences its earlier phase's rack.
+func TestStarvingRequiredHeadFencesOneDomain(t *testing.T) {
+	// 4 workers of 4 GPUs: each rack (2 nodes × 8) holds them empty.
+	// Running gangs of 4-GPU workers leave room now for one worker in
+	// r1 (r1a), r2 (r2b) and r4 (r4b), none in r3.
+	four := func(r *engine.Request) { r.Footprint = engine.ResourceList{wrappers.GPU: engine.Milli(4)} }
+	var ledger []engine.Grant
+	for i, on := range [][]string{
+		{"r1a", "r1b", "r1b"}, {"r2a", "r2a", "r2b"}, {"r3a", "r3a", "r3b", "r3b"}, {"r4a", "r4a", "r4b"},
+	} {
+		n := int32(len(on))
+		ledger = append(ledger, wrappers.Grant(wrappers.Gang(fmt.Sprintf("run%d", i), n, n, 1, four), on))
+	}
+	fenced := func(opts ...wrappers.GangOpt) []string {
+		head := wrappers.Gang("head", 4, 4, 0, append([]wrappers.GangOpt{four, wrappers.Topo(rack, true)}, opts...)...)
+		plan := engine.Schedule(engine.Config{StarvationBound: time.Minute},
+			engine.Snapshot{Now: Epoch.Add(time.Hour), Nodes: racks(), Queue: []engine.Request{head}, Ledger: ledger})
+		if len(plan.Reserves) != 0 || plan.Fence == nil {
+			t.Fatalf("reserved %v, fence %v: want the head to wait and fence", plan.Reserves, plan.Fence)
+		}
+		return plan.Fence.Nodes
+	}
+	// Topology-blind, the roomiest nodes are r1a and r2b: two racks.
+	// r1, r2 and r4 tie on room now and ever; r1 comes first.
+	if got := fenced(); !cmp.Equal(got, []string{"r1a", "r1b"}) {
+		t.Errorf("fence %v, want rack r1's nodes", got)
+	}
+	if got := fenced(wrappers.Near("r4a")); !cmp.Equal(got, []string{"r4a", "r4b"}) {
+		t.Errorf("sameDomainAs r4: fence %v, want rack r4's nodes", got)
 	}
 }
