@@ -79,9 +79,11 @@ func paths(errs field.ErrorList) []string {
 func TestValidObjectsAreAdmitted(t *testing.T) {
 	s := newAPIServer(t)
 	objs := map[string]*v1alpha1.PhasedTraining{"pipeline": pipeline()}
-	for file, pts := range wrappers.Examples(t, filepath.Join("..", "..", "examples")) {
-		for i := range pts {
-			objs[fmt.Sprintf("%s/%s", file, pts[i].Name)] = &pts[i]
+	for _, dir := range []string{"examples", filepath.Join("examples", "topology")} {
+		for file, pts := range wrappers.Examples(t, filepath.Join("..", "..", dir)) {
+			for i := range pts {
+				objs[fmt.Sprintf("%s/%s", file, pts[i].Name)] = &pts[i]
+			}
 		}
 	}
 	for name, pt := range objs {
