@@ -10,6 +10,9 @@
 //
 //	plain      the harness creates each phase's pods when the previous
 //	           phase's pods have ended; kube-scheduler places each pod
+//	kube-gang  the same, each phase a PodGroup (Kubernetes' gang API,
+//	           scheduling.k8s.io/v1beta1; up.sh --workload-api) with
+//	           minCount = gang size
 //	phasegang  one PhasedTraining per pipeline, `phasegang controller` as a process
 //	kueue      Kueue v0.17.0 (test/peers/build-kueue.sh) out of cluster; each
 //	           phase a batch/v1 Job (parallelism = completions = gang size)
@@ -54,7 +57,7 @@ import (
 )
 
 var (
-	systemsFlag   = flag.String("systems", "plain,phasegang,kueue", "systems to run, in order: plain, phasegang, kueue")
+	systemsFlag   = flag.String("systems", "plain,phasegang,kueue", "systems to run, in order: plain, kube-gang, phasegang, kueue")
 	workloadsFlag = flag.String("workloads", "seed", "workloads to run: "+workloadNames())
 	timeout       = flag.Duration("timeout", 15*time.Minute, "longest a run may take")
 	keepLogs      = flag.Bool("keep-logs", false, "keep each cluster's logs and the systems' logs")
@@ -86,7 +89,7 @@ func run(ctx context.Context) error {
 	}
 	names := strings.Split(*systemsFlag, ",")
 	for _, n := range names {
-		if !slices.Contains([]string{"plain", "phasegang", "kueue"}, n) {
+		if !slices.Contains([]string{"plain", "kube-gang", "phasegang", "kueue"}, n) {
 			return fmt.Errorf("unknown system %q", n)
 		}
 	}
@@ -115,6 +118,8 @@ func run(ctx context.Context) error {
 			switch n {
 			case "plain":
 				s = plainSystem{}
+			case "kube-gang":
+				s = kubeGangSystem{}
 			case "phasegang":
 				s = &phasegangSystem{binary: *phasegangBin}
 			case "kueue":

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -173,4 +174,37 @@ func stopProcess(cmd *exec.Cmd) {
 		_ = cmd.Process.Kill()
 		<-done
 	}
+}
+
+// kubeGangSystem is Kubernetes' own gang scheduling (KEP-4671, the
+// GenericWorkload gate: up.sh --workload-api): the harness creates each
+// phase, when the previous phase's pods have ended, as a PodGroup with
+// schedulingPolicy.gang.minCount = gang size and its pods naming it in
+// spec.schedulingGroup; kube-scheduler places the group all or nothing.
+type kubeGangSystem struct{}
+
+func (kubeGangSystem) name() string       { return "kube-gang" }
+func (kubeGangSystem) upArgs() []string   { return []string{"--workload-api"} }
+func (kubeGangSystem) drivesPhases() bool { return false }
+func (kubeGangSystem) stop()              {}
+func (kubeGangSystem) phaseEnded(int, int) (bool, error) {
+	return false, errUseObserver
+}
+func (kubeGangSystem) start(context.Context, *cluster, workload) (map[string]int, error) {
+	return nil, nil
+}
+
+func (kubeGangSystem) submit(ctx context.Context, c *cluster, i int, p pipelineSpec, k int) error {
+	name := objName(p, k)
+	pg := &schedulingv1beta1.PodGroup{
+		ObjectMeta: metav1.ObjectMeta{Namespace: runNamespace, Name: name},
+		Spec: schedulingv1beta1.PodGroupSpec{SchedulingPolicy: schedulingv1beta1.PodGroupSchedulingPolicy{
+			Gang: &schedulingv1beta1.GangSchedulingPolicy{MinCount: p.phases[k].workers}}},
+	}
+	if _, err := c.cs.SchedulingV1beta1().PodGroups(runNamespace).Create(ctx, pg, metav1.CreateOptions{}); err != nil {
+		return err
+	}
+	return createPods(ctx, c, i, p, k, func(pod *corev1.Pod) {
+		pod.Spec.SchedulingGroup = &corev1.PodSchedulingGroup{PodGroupName: &name}
+	})
 }
