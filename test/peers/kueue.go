@@ -77,6 +77,10 @@ func (s *kueueSystem) start(ctx context.Context, c *cluster, w workload) (map[st
 	if err := c.kubectl("apply", "--server-side", "-f", filepath.Join(s.home, "crd")); err != nil {
 		return nil, fmt.Errorf("installing Kueue's CRDs: %w", err)
 	}
+	// Kueue exits when a kind it indexes is not served yet.
+	if err := c.kubectl("wait", "--for=condition=Established", "--timeout=60s", "-f", filepath.Join(s.home, "crd")); err != nil {
+		return nil, fmt.Errorf("Kueue's CRDs not established: %w", err)
+	}
 	if _, err := c.cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "kueue-system"}}, metav1.CreateOptions{}); err != nil {
 		return nil, err
 	}
