@@ -4,7 +4,10 @@
 // JCT, time queued, partial-gang seconds, cluster CPU-seconds and API
 // writes per pod. It is a benchmark, not a test (issue 32).
 //
-//	go run ./test/peers -systems plain,phasegang,kueue -workloads seed
+//	go run ./test/peers -systems plain,kube-gang,phasegang,kueue -workloads seed,burst,frag
+//
+// (make peers). Run it from the repository root, as root (Kueue's cert
+// workaround writes /etc/kueue, removed afterwards).
 //
 // Systems:
 //
@@ -57,8 +60,8 @@ import (
 )
 
 var (
-	systemsFlag   = flag.String("systems", "plain,phasegang,kueue", "systems to run, in order: plain, kube-gang, phasegang, kueue")
-	workloadsFlag = flag.String("workloads", "seed", "workloads to run: "+workloadNames())
+	systemsFlag   = flag.String("systems", "plain,kube-gang,phasegang,kueue", "systems to run, in order: plain, kube-gang, phasegang, kueue")
+	workloadsFlag = flag.String("workloads", "seed,burst,frag", "workloads to run: "+workloadNames())
 	timeout       = flag.Duration("timeout", 15*time.Minute, "longest a run may take")
 	keepLogs      = flag.Bool("keep-logs", false, "keep each cluster's logs and the systems' logs")
 	phasegangBin  = flag.String("phasegang", "", "phasegang binary (default: go build ./cmd/phasegang)")

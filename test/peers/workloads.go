@@ -83,7 +83,7 @@ func seedWorkload() workload {
 // and test (1 one-GPU worker, 4 s each).
 func burstWorkload() workload {
 	w := workload{name: "burst", nodes: 8, gpusPerNode: 8,
-		about: "23 pipelines in 5 waves 1 s apart, each wave's trains (n whole-node workers, 20 s) filling 8 nodes × 8 GPUs → validate 1×1 GPU 4 s → test 1×1 GPU 4 s"}
+		about: "17 pipelines in 5 waves 1 s apart, each wave's trains (n whole-node workers, 20 s) filling 8 nodes × 8 GPUs → validate 1×1 GPU 4 s → test 1×1 GPU 4 s"}
 	waves := [][]int32{{4, 2, 2}, {2, 2, 2, 1, 1}, {4, 4}, {2, 2, 4}, {1, 1, 2, 4}}
 	for wv, trains := range waves {
 		for j, n := range trains {
