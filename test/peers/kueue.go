@@ -111,6 +111,10 @@ func (s *kueueSystem) start(ctx context.Context, c *cluster, w workload) (map[st
 		return nil, fmt.Errorf("%s exists (not made by this run) but has no metrics/certs/tls.crt", kueueEtc)
 	}
 	port, probe := freePort(), freePort()
+	// controller and clientConnection as the release's manifest
+	// (config/components/manager/controller_manager_config.yaml) sets
+	// them: what an install gets (the binary's own defaults are 20 QPS,
+	// burst 30).
 	cfg := fmt.Sprintf(`apiVersion: config.kueue.x-k8s.io/v1beta2
 kind: Configuration
 namespace: kueue-system
@@ -124,6 +128,18 @@ webhook:
   certDir: %s
 leaderElection:
   leaderElect: false
+controller:
+  groupKindConcurrency:
+    Job.batch: 5
+    Pod: 5
+    Workload.kueue.x-k8s.io: 5
+    LocalQueue.kueue.x-k8s.io: 1
+    Cohort.kueue.x-k8s.io: 1
+    ClusterQueue.kueue.x-k8s.io: 1
+    ResourceFlavor.kueue.x-k8s.io: 1
+clientConnection:
+  qps: 50
+  burst: 100
 internalCertManagement:
   enable: false
 integrations:
