@@ -64,7 +64,7 @@ policy: ## Run the policy suite (phasegang simulate --suite): fails where phaseg
 	$(GO) run ./cmd/phasegang simulate --suite --stats
 
 .PHONY: peers
-peers: ## Run the same pipelines through plain pods, Kubernetes' gang API, phasegang and Kueue v0.17.0, each on a fresh local cluster (test/peers; ~40 min, root; not in CI). PEERS_ARGS adds flags.
+peers: ## Run the same pipelines through plain pods, Kubernetes' gang API, phasegang and Kueue v0.17.0, each on a fresh local cluster (test/peers; ~30 min, root; not in CI). PEERS_ARGS adds flags.
 	$(GO) run ./test/peers $(PEERS_ARGS)
 
 .PHONY: bench
