@@ -63,6 +63,10 @@ e2e-torch: ## As root: the real-node tier plus a real PyTorch DDP pipeline (buil
 policy: ## Run the policy suite (phasegang simulate --suite): fails where phasegang misses one of its targets (docs/simulator.md#policy-suite).
 	$(GO) run ./cmd/phasegang simulate --suite --stats
 
+.PHONY: peers
+peers: ## Run the same pipelines through plain pods, Kubernetes' gang API, phasegang and Kueue v0.17.0, each on a fresh local cluster (test/peers; ~30 min, root; not in CI). PEERS_ARGS adds flags.
+	$(GO) run ./test/peers $(PEERS_ARGS)
+
 .PHONY: bench
 bench: ## Run the benchmarks.
 	$(GO) test -run='^$$' -bench=. -benchmem ./...
