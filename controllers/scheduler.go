@@ -53,6 +53,10 @@ type Scheduler struct {
 
 	mu    sync.Mutex
 	fence *engine.Fence
+	// nominated is the last cycle's Plan.Nominated: the gangs others were
+	// preempted for, which keep reclaiming until admitted (kept in memory,
+	// as the fence: after a restart a preemption may be repeated once).
+	nominated []engine.GangKey
 	// recheck is the last plan's Recheck: when time alone may change a
 	// decision (a grace period ends), so a cycle then is due.
 	recheck time.Time
@@ -402,8 +406,10 @@ func (s *Scheduler) Cycle(ctx context.Context) error {
 	}
 	now := s.Clock.Now()
 	snap, demand := buildSnapshot(v, now, s.currentFence())
+	snap.Nominated = s.currentNominated()
 	plan := engine.Schedule(s.Config, snap)
 	s.setFence(plan.Fence)
+	s.setNominated(plan.Nominated)
 	s.setRecheck(plan.Recheck)
 	s.observe(snap, plan, demand, now)
 	changes := driver.Changes{}
@@ -471,6 +477,18 @@ func (s *Scheduler) nextRecheck() time.Time {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.recheck
+}
+
+func (s *Scheduler) currentNominated() []engine.GangKey {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.nominated
+}
+
+func (s *Scheduler) setNominated(keys []engine.GangKey) {
+	s.mu.Lock()
+	s.nominated = keys
+	s.mu.Unlock()
 }
 
 func (s *Scheduler) setFence(f *engine.Fence) {

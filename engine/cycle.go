@@ -102,6 +102,7 @@ func (s *State) cycle(now time.Time) Plan {
 		plan.Queues = s.queueUsage()
 	}
 	plan.Recheck = s.recheck(now)
+	plan.Nominated = s.nominatedKeys()
 	return plan
 }
 
@@ -723,4 +724,16 @@ func (s *State) explain(plan *Plan, now time.Time, blocked, backoff, held []*gan
 			MatchingNodes: len(s.class(gr).nodes),
 		})
 	}
+}
+
+// nominatedKeys lists the queued gangs that gangs were preempted for, in
+// queue order (Plan.Nominated).
+func (s *State) nominatedKeys() []GangKey {
+	var out []GangKey
+	for _, gr := range s.order {
+		if gr.nominated && !gr.removed {
+			out = append(out, gr.req.Gang)
+		}
+	}
+	return out
 }

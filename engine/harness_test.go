@@ -196,6 +196,9 @@ type run struct {
 	nodes []engine.Node
 	queue []engine.GangKey // submission order
 	fence *engine.Fence
+	// nominated is the previous cycle's Plan.Nominated (the pure
+	// Schedule gets it in its Snapshot, as the controller passes it).
+	nominated []engine.GangKey
 	// changes since the previous cycle
 	released []engine.GangKey
 	removed  []string
@@ -354,10 +357,11 @@ func (r *run) cycle(now time.Time, instant int) engine.Plan {
 	var pure engine.Plan
 	if r.h.CheckPure {
 		snap := engine.Snapshot{
-			Now:    now,
-			Nodes:  cloneNodes(r.nodes),
-			Ledger: r.s.Grants(),
-			Fence:  cloneFence(r.fence),
+			Now:       now,
+			Nodes:     cloneNodes(r.nodes),
+			Ledger:    r.s.Grants(),
+			Fence:     cloneFence(r.fence),
+			Nominated: slices.Clone(r.nominated),
 		}
 		for _, k := range r.queue {
 			snap.Queue = append(snap.Queue, r.res.ByKey[k].Request)
@@ -372,6 +376,7 @@ func (r *run) cycle(now time.Time, instant int) engine.Plan {
 	}
 	plan := r.s.Cycle(now)
 	r.fence = cloneFence(plan.Fence)
+	r.nominated = slices.Clone(plan.Nominated)
 	if r.h.CheckPure {
 		rec.PureDiff = cmp.Diff(plan, pure, cmpopts.EquateEmpty())
 	}

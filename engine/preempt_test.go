@@ -471,3 +471,36 @@ func TestPreemptWithinQueueNotDeferred(t *testing.T) {
 		})
 	}
 }
+
+// The controller schedules each cycle afresh from a Snapshot. A gang that
+// others were preempted for must keep its claim into the next cycle
+// (Plan.Nominated → Snapshot.Nominated): otherwise the preempted
+// borrower, queued again and older, is admitted ahead of it on the quota
+// just freed, the lender preempts it again after its grace period, and
+// so on (seen on a real node: team A's gang recreated every 2 s while
+// team B never ran).
+func TestNominatedGangKeepsItsClaimAcrossSnapshots(t *testing.T) {
+	nodes := []engine.Node{wrappers.EngineNode("n", 4)}
+	queues := []engine.Queue{wrappers.EngineQueue("team-a", "c", 2), wrappers.EngineQueue("team-b", "c", 2)}
+	queues[1].Reclaim, queues[1].ReclaimGrace = engine.ReclaimAny, dur(0)
+	a := wrappers.Gang("a", 4, 4, 0, wrappers.InQueue("team-a"))
+	b := wrappers.Gang("b", 2, 2, 10, wrappers.InQueue("team-b"))
+	cfg := engine.Config{StarvationBound: time.Hour}
+	now := Epoch.Add(time.Hour)
+
+	// Cycle 1: a borrows all of team-b's quota; b past its grace preempts it.
+	plan := engine.Schedule(cfg, engine.Snapshot{Now: now, Nodes: nodes, Queues: queues,
+		Ledger: []engine.Grant{wrappers.Grant(a, wrappers.Repeat("n", 4))}, Queue: []engine.Request{b}})
+	if preempted(plan) != "ns/a" || !slices.Equal(plan.Nominated, []engine.GangKey{b.Gang}) {
+		t.Fatalf("cycle 1: preempted %q, nominated %v; want ns/a preempted for b", preempted(plan), plan.Nominated)
+	}
+	// Cycle 2: a is queued again (older than b), the node is free.
+	next := engine.Snapshot{Now: now.Add(time.Second), Nodes: nodes, Queues: queues, Queue: []engine.Request{a, b}}
+	if got := reserved(engine.Schedule(cfg, next)); got != "ns/a" {
+		t.Fatalf("without the carried nomination: reserved %q, want ns/a (the thrash this guards against)", got)
+	}
+	next.Nominated = plan.Nominated
+	if got := reserved(engine.Schedule(cfg, next)); got != "ns/b" {
+		t.Errorf("with it: reserved %q, want ns/b, the gang a was preempted for", got)
+	}
+}

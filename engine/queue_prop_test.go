@@ -85,6 +85,7 @@ func TestPropQueues(t *testing.T) {
 		reqs := map[engine.GangKey]engine.Request{}
 		queued := map[engine.GangKey]bool{}
 		var fence *engine.Fence
+		var nominated []engine.GangKey
 		infeasible := map[engine.GangKey]bool{}
 		now := Epoch
 		for step := range rapid.IntRange(1, 12).Draw(rt, "steps") {
@@ -106,14 +107,14 @@ func TestPropQueues(t *testing.T) {
 					s.Release(g.Gang)
 				}
 			}
-			snap := engine.Snapshot{Now: now, Nodes: nodes, Ledger: s.Grants(), Queues: queues, Fence: fence}
+			snap := engine.Snapshot{Now: now, Nodes: nodes, Ledger: s.Grants(), Queues: queues, Fence: fence, Nominated: nominated}
 			for key := range queued {
 				snap.Queue = append(snap.Queue, reqs[key])
 			}
 			slices.SortFunc(snap.Queue, func(a, b engine.Request) int { return strings.Compare(a.Gang.String(), b.Gang.String()) })
 			pure := engine.Schedule(cfg, snap)
 			plan := s.Cycle(now)
-			fence = plan.Fence
+			fence, nominated = plan.Fence, plan.Nominated
 			if d := cmp.Diff(plan, pure, cmpopts.EquateEmpty()); d != "" {
 				rt.Fatalf("step %d: State.Cycle and Schedule differ (-state +pure):\n%s", step, d)
 			}

@@ -58,6 +58,7 @@ func TestPropQuota(t *testing.T) {
 		reqs := map[engine.GangKey]engine.Request{}
 		queued := map[engine.GangKey]bool{}
 		var fence *engine.Fence
+		var nominated []engine.GangKey
 		infeasible := map[engine.GangKey]bool{}
 		now := Epoch
 		var reserves, quotaWaits int
@@ -82,14 +83,14 @@ func TestPropQuota(t *testing.T) {
 			}
 			// The pure Schedule over the same snapshot decides the same
 			// (quota charges rebuilt from the ledger, not kept).
-			snap := engine.Snapshot{Now: now, Nodes: nodes, Ledger: s.Grants(), Quotas: quotas, Fence: fence}
+			snap := engine.Snapshot{Now: now, Nodes: nodes, Ledger: s.Grants(), Quotas: quotas, Fence: fence, Nominated: nominated}
 			for key := range queued {
 				snap.Queue = append(snap.Queue, reqs[key])
 			}
 			slices.SortFunc(snap.Queue, func(a, b engine.Request) int { return strings.Compare(a.Gang.String(), b.Gang.String()) })
 			pure := engine.Schedule(cfg, snap)
 			plan := s.Cycle(now)
-			fence = plan.Fence
+			fence, nominated = plan.Fence, plan.Nominated
 			if d := cmp.Diff(plan, pure, cmpopts.EquateEmpty()); d != "" {
 				rt.Fatalf("step %d: State.Cycle and Schedule differ (-state +pure):\n%s", step, d)
 			}

@@ -160,6 +160,11 @@ func Schedule(cfg Config, snap Snapshot) Plan {
 		s.upcoming[r.Gang.Pipeline] = append(s.upcoming[r.Gang.Pipeline], s.newGangReq(r))
 	}
 	s.fence = snap.Fence
+	for _, key := range snap.Nominated {
+		if gr, ok := s.queue[key]; ok {
+			gr.nominated = true
+		}
+	}
 	if len(snap.Quotas) > 0 {
 		s.SetQuotas(snap.Quotas)
 	}

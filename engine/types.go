@@ -202,6 +202,11 @@ type Snapshot struct {
 	// Fence is the previous cycle's Plan.Fence (may be nil); carrying it
 	// keeps a starving head's drain set stable from cycle to cycle.
 	Fence *Fence
+	// Nominated is the previous cycle's Plan.Nominated: the queued gangs
+	// that gangs were preempted for. Carried, they keep reclaiming their
+	// queue's nominal quota until admitted, so a borrower preempted for
+	// one is not admitted again ahead of it the next cycle.
+	Nominated []GangKey
 	// Quotas are the namespaces' ResourceQuotas (a gang's namespace is
 	// its key's Pipeline up to the "/"): a gang is granted only if every
 	// quota that applies to its workers admits all of them at once.
@@ -259,6 +264,10 @@ type Plan struct {
 	Infeasible []Infeasible
 	// Fence is the drain set of a starving head, to pass to the next cycle.
 	Fence *Fence
+	// Nominated lists the queued gangs that gangs were preempted for and
+	// that are not admitted yet, to pass to the next cycle
+	// (Snapshot.Nominated).
+	Nominated []GangKey
 	// Queues reports each tenant queue's use after the cycle, in name
 	// order (empty without queues, or with Config.SkipWaiting).
 	Queues []QueueUsage
