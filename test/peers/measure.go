@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"fmt"
@@ -17,6 +16,8 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+
+	"github.com/phasegang/phasegang/test/apirequests"
 	"k8s.io/client-go/tools/cache"
 )
 
@@ -225,46 +226,27 @@ type usage struct {
 	writes map[string]float64
 }
 
-var writeVerbs = map[string]bool{"POST": true, "PUT": true, "PATCH": true, "DELETE": true, "APPLY": true, "CREATE": true, "UPDATE": true, "DELETECOLLECTION": true}
-
 func snapshot(cfg *rest.Config, pids map[string]int) usage {
 	u := usage{cpu: map[string]time.Duration{}, writes: map[string]float64{}}
 	for name, pid := range pids {
 		u.cpu[name] = procCPU(pid)
 	}
-	hc, err := rest.HTTPClientFor(cfg)
-	if err != nil {
-		return u
-	}
-	resp, err := hc.Get(strings.TrimSuffix(cfg.Host, "/") + "/metrics")
-	if err != nil {
-		return u
-	}
-	defer resp.Body.Close()
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		if !strings.HasPrefix(line, "apiserver_request_total{") {
+	samples, _ := apirequests.Read(cfg)
+	for _, r := range samples {
+		if !r.Write() {
 			continue
 		}
-		l := promLabels(line)
-		if !writeVerbs[strings.ToUpper(l["verb"])] {
-			continue
+		res := r.Resource
+		if r.Subresource != "" {
+			res += "/" + r.Subresource
 		}
-		res := l["resource"]
-		if s := l["subresource"]; s != "" {
-			res += "/" + s
+		if r.Group != "" {
+			res += "." + r.Group
 		}
-		if g := l["group"]; g != "" {
-			res += "." + g
-		}
-		if l["dry_run"] != "" {
+		if r.DryRun {
 			res += " (dry run)"
 		}
-		fs := strings.Fields(line)
-		v, _ := strconv.ParseFloat(fs[len(fs)-1], 64)
-		u.writes[res] += v
+		u.writes[res] += r.Value
 	}
 	return u
 }
@@ -296,20 +278,6 @@ func procCPU(pid int) time.Duration {
 	ut, _ := strconv.ParseInt(fs[11], 10, 64)
 	st, _ := strconv.ParseInt(fs[12], 10, 64)
 	return time.Duration(ut+st) * time.Second / 100 // USER_HZ
-}
-
-func promLabels(line string) map[string]string {
-	m := map[string]string{}
-	open, end := strings.IndexByte(line, '{'), strings.LastIndexByte(line, '}')
-	if open < 0 || end < open {
-		return m
-	}
-	for _, kv := range strings.Split(line[open+1:end], ",") {
-		if k, v, ok := strings.Cut(kv, "="); ok {
-			m[k] = strings.Trim(v, `"`)
-		}
-	}
-	return m
 }
 
 // writeTimeline saves each gang's times (seconds from the start of the

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"fmt"
@@ -13,6 +12,8 @@ import (
 	"time"
 
 	"k8s.io/client-go/rest"
+
+	"github.com/phasegang/phasegang/test/apirequests"
 )
 
 // usage is what the cluster spent during a run: each control-plane
@@ -32,43 +33,24 @@ type usage struct {
 // from the binary's).
 var components = []string{"kube-apiserver", "etcd", "kube-controller", "kube-scheduler", "kwok", "scale", "phasegang"}
 
-var writeVerbs = map[string]bool{"POST": true, "PUT": true, "PATCH": true, "DELETE": true, "APPLY": true, "CREATE": true, "UPDATE": true, "DELETECOLLECTION": true}
-
 func snapshot(ctx context.Context, cfg *rest.Config) usage {
 	u := usage{cpu: componentCPU(), writes: map[string]float64{}, verbs: map[string]float64{}, reads: map[string]float64{}}
-	hc, err := rest.HTTPClientFor(cfg)
-	if err != nil {
-		return u
-	}
-	resp, err := hc.Get(strings.TrimSuffix(cfg.Host, "/") + "/metrics")
-	if err != nil {
-		return u
-	}
-	defer resp.Body.Close()
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		if !strings.HasPrefix(line, "apiserver_request_total{") {
-			continue
+	samples, _ := apirequests.Read(cfg)
+	for _, r := range samples {
+		res := r.Resource
+		if r.Subresource != "" {
+			res += "/" + r.Subresource
 		}
-		labels := promLabels(line)
-		res := labels["resource"]
-		if s := labels["subresource"]; s != "" {
-			res += "/" + s
-		}
-		if labels["dry_run"] != "" {
+		if r.DryRun {
 			// Checked by admission and validation, stored nowhere
 			// (phasegang dry-runs one pod per phase: podcheck.go).
 			res += " (dry run)"
 		}
-		f := strings.Fields(line)
-		v, _ := strconv.ParseFloat(f[len(f)-1], 64)
-		if writeVerbs[strings.ToUpper(labels["verb"])] {
-			u.writes[res] += v
-			u.verbs[res+" "+strings.ToUpper(labels["verb"])] += v
+		if r.Write() {
+			u.writes[res] += r.Value
+			u.verbs[res+" "+strings.ToUpper(r.Verb)] += r.Value
 		} else {
-			u.reads[res] += v
+			u.reads[res] += r.Value
 		}
 	}
 	return u
@@ -98,22 +80,6 @@ func componentCPU() map[string]time.Duration {
 		cpu[name] += time.Duration(ut+st) * time.Second / 100 // USER_HZ
 	}
 	return cpu
-}
-
-// promLabels parses the labels of one Prometheus text-format sample.
-func promLabels(line string) map[string]string {
-	m := map[string]string{}
-	open, end := strings.IndexByte(line, '{'), strings.LastIndexByte(line, '}')
-	if open < 0 || end < open {
-		return m
-	}
-	for _, kv := range strings.Split(line[open+1:end], ",") {
-		k, v, ok := strings.Cut(kv, "=")
-		if ok {
-			m[k] = strings.Trim(v, `"`)
-		}
-	}
-	return m
 }
 
 // since is what was spent between an earlier snapshot and u.
