@@ -73,8 +73,14 @@ const benchNodes, benchGangs = 5000, 10000
 // One scheduling cycle of a fresh State: 5,000 nodes × 8 GPUs, 10,000
 // queued gangs. Building the State and submitting is outside the timer.
 func BenchmarkCycle5000Nodes10000Gangs(b *testing.B) {
-	nodes := benchCluster(benchNodes)
-	queue := benchQueue(benchGangs)
+	benchFreshCycle(b, benchCluster(benchNodes), benchQueue(benchGangs))
+}
+
+// benchFreshCycle times one cycle of a fresh State holding nodes and
+// queue (building it and submitting are outside the timer) and reports
+// placements/s and placements/op.
+func benchFreshCycle(b *testing.B, nodes []engine.Node, queue []engine.Request) {
+	b.Helper()
 	now := Epoch.Add(benchGangs * time.Second)
 	cfg := engine.DefaultConfig()
 	b.ReportAllocs()
@@ -177,23 +183,5 @@ func benchTopoQueue(n int) []engine.Request {
 // One cycle of a fresh State with topology: 5,000 nodes in 10 blocks ×
 // 25 racks, 10,000 queued gangs, each placed by rack or block.
 func BenchmarkCycleTopology5000Nodes(b *testing.B) {
-	nodes := benchTopoCluster(benchNodes)
-	queue := benchTopoQueue(benchGangs)
-	now := Epoch.Add(benchGangs * time.Second)
-	cfg := engine.DefaultConfig()
-	b.ReportAllocs()
-	total := 0
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		b.StopTimer()
-		s := engine.NewState(cfg, nodes, nil)
-		for _, r := range queue {
-			s.Submit(r)
-		}
-		b.StartTimer()
-		total += placed(s.Cycle(now))
-	}
-	b.StopTimer()
-	b.ReportMetric(float64(total)/b.Elapsed().Seconds(), "placements/s")
-	b.ReportMetric(float64(total)/float64(b.N), "placements/op")
+	benchFreshCycle(b, benchTopoCluster(benchNodes), benchTopoQueue(benchGangs))
 }
