@@ -63,6 +63,22 @@ const SuiteTolerance = 0.01
 // testdata (testdata/suite/README.md says how each was cut) and the
 // options that turn it into a scenario.
 func suiteTrace(name, shape, file string, clip time.Duration, nodes, gpusPerNode int) SuiteWorkload {
+	return suiteTraceWith(name, shape, file, clip, nodes, gpusPerNode, nil)
+}
+
+// suiteTeamTrace is suiteTrace with the trace's busiest teams (Philly's
+// virtual clusters) as that many tenant queues of equal nominal quota in
+// one cohort (TraceOptions.Teams), reclaiming borrowed quota after grace
+// (nil: at phase boundaries only). The queue target applies.
+func suiteTeamTrace(name, shape, file string, nodes, gpusPerNode, teams int, grace *time.Duration) SuiteWorkload {
+	w := suiteTraceWith(name, shape, file, 24*time.Hour, nodes, gpusPerNode, func(o *TraceOptions) {
+		o.Teams, o.ReclaimGrace = teams, grace
+	})
+	w.QueueTarget = true
+	return w
+}
+
+func suiteTraceWith(name, shape, file string, clip time.Duration, nodes, gpusPerNode int, options func(*TraceOptions)) SuiteWorkload {
 	return SuiteWorkload{Name: name, Shape: shape, Load: func() (*Scenario, error) {
 		data, err := suiteFiles.ReadFile(file)
 		if err != nil {
@@ -74,6 +90,9 @@ func suiteTrace(name, shape, file string, clip time.Duration, nodes, gpusPerNode
 		}
 		o := DefaultTraceOptions()
 		o.Clip = clip
+		if options != nil {
+			options(&o)
+		}
 		return TraceScenario(name, FilterTrace(jobs, o), o, nodes, gpusPerNode), nil
 	}}
 }
@@ -157,6 +176,12 @@ func SuiteWorkloads(seed []byte) []SuiteWorkload {
 		// Topology (issue 33): a copy of examples/simulate/topology-racks.yaml
 		// (TestSuiteTopologyIsTheExample keeps them equal).
 		suiteScenario("topology-racks", "preferred-rack trains of 8-32 1-GPU workers, 8 racks of 4×8, 0.8 per extra rack", suiteFile("testdata/suite/topology-racks.yaml")),
+		// Tenant queues from the traces' own teams (Philly's virtual
+		// clusters), added before the fence rule for borrowers: slices
+		// already in the suite, shared by their busiest teams.
+		suiteTeamTrace("philly-day51-teams", "day 51's 4 busiest teams as 4 queues in a cohort, reclaim at phase ends, 32×8", "testdata/suite/philly-day51.csv", 32, 8, 4, nil),
+		suiteTeamTrace("philly-day28-teams", "day 28's 4 busiest teams as queues, reclaim after 5m, 25×8", "testdata/suite/philly-day28-gangs.csv", 25, 8, 4, new(5*time.Minute)),
+		suiteTeamTrace("philly-day105-teams", "day 105's 3 busiest teams as queues (one mostly 1-GPU), reclaim after 5m, 8×8", "testdata/suite/philly-day105-onegpu.csv", 8, 8, 3, new(5*time.Minute)),
 	}
 }
 
