@@ -325,7 +325,7 @@ func (a *admission) reserve(gr *gangReq, nodes []int32) {
 // its queue and quotas, so that nobody behind it takes them before the
 // deferred pass comes back to it.
 func (a *admission) deferGang(gr *gangReq, c *nodeClass) {
-	if a.fenceHead == nil && a.starving(gr) {
+	if a.fenceHead == nil && a.mayFence(gr) {
 		a.fenced, a.fenceHead = a.s.fenceFor(gr, c), gr
 		a.holdHeads(gr)
 	}
@@ -347,7 +347,7 @@ func (a *admission) block(gr *gangReq, c *nodeClass) {
 	// After the walk no gang fences: the gangs behind it were visited
 	// already, and some of them may sit on the nodes it would fence. A
 	// starving deferred gang fenced when it was deferred.
-	if a.fenceHead == nil && !a.walked && a.starving(gr) {
+	if a.fenceHead == nil && !a.walked && a.mayFence(gr) {
 		a.fenced, a.fenceHead = a.s.fenceFor(gr, c), gr
 	}
 }
@@ -369,6 +369,16 @@ func (a *admission) laneOf(gr *gangReq) int {
 
 func (a *admission) starving(gr *gangReq) bool {
 	return a.now.Sub(gr.req.Queued) >= a.s.cfg.StarvationBound
+}
+
+// mayFence reports whether gr, past its starvation bound, fences the
+// nodes it waits for. A gang that would run on quota its cohort lends
+// does not: the bound promises a gang its queue's entitlement, not
+// borrowed room, and a borrower fencing the cluster would hold back the
+// queues that lend it (as in Kueue, borrowing is best effort; a gang
+// within its nominal quota gets its room by reclaim or by the fence).
+func (a *admission) mayFence(gr *gangReq) bool {
+	return a.starving(gr) && !a.s.wouldBorrow(gr)
 }
 
 // holdHeads makes gr the head of each quota and queue it charges that has

@@ -286,6 +286,25 @@ func (s *State) queueMax(qs *queueState, j int) int64 {
 	return most
 }
 
+// wouldBorrow reports whether admitting gr at min would take its queue
+// above its nominal quota of some resource (onto what its cohort lends).
+func (s *State) wouldBorrow(gr *gangReq) bool {
+	if len(s.queues) == 0 {
+		return false
+	}
+	c := s.queueCharge(gr)
+	if c.q < 0 {
+		return false
+	}
+	qs := s.queues[c.q]
+	for j, amt := range c.amt {
+		if qs.used[j]+int64(gr.req.Min)*amt > qs.nominal[j] {
+			return true
+		}
+	}
+	return false
+}
+
 // queueShortfall is the resource that keeps a gang's queue from
 // admitting it, with the numbers.
 type queueShortfall struct {
@@ -662,7 +681,7 @@ func (s *State) queueWait(gr *gangReq, now time.Time, heads map[int]*gangReq, rc
 		return w, true
 	}
 	qs := s.queues[c.q]
-	if h := heads[c.q]; h != nil && h != gr && now.Sub(h.req.Queued) >= s.cfg.StarvationBound {
+	if h := heads[c.q]; h != nil && h != gr && now.Sub(h.req.Queued) >= s.cfg.StarvationBound && !s.wouldBorrow(h) {
 		held := h.req.Gang
 		w.Queue = &QueueShortfall{Queue: qs.q.Name, Cohort: qs.q.Cohort, HeldFor: &held}
 		return w, true

@@ -374,3 +374,90 @@ func TestGrowthGoesToTheQueueBelowItsShare(t *testing.T) {
 		t.Errorf("grows %v, want team B's gang to take the 4 free GPUs", got)
 	}
 }
+
+// TestStarvingBorrowerHoldsNothing: past its starvation bound, a queue's
+// head that would fit within its queue's nominal quota holds the queue
+// (nothing behind it is admitted into it), but one that would run on
+// what the cohort lends does not: the bound promises a queue's
+// entitlement, not borrowed room (Kueue's generator, issue 31: holding
+// queues for their borrowing 20-GPU heads cost 4 × the average JCT).
+func TestStarvingBorrowerHoldsNothing(t *testing.T) {
+	nodes := []engine.Node{wrappers.EngineNode("a", 8), wrappers.EngineNode("b", 8)}
+	queues := []engine.Queue{wrappers.EngineQueue("team-a", "research", 4), wrappers.EngineQueue("team-b", "research", 4)}
+	onB := func(p string, n int32, q string) engine.Grant {
+		workers := make([]string, n)
+		for i := range workers {
+			workers[i] = "b"
+		}
+		return engine.Grant{Request: wrappers.Gang(p, n, n, 0, wrappers.InQueue(q)), Workers: workers}
+	}
+	cases := map[string]struct {
+		ledger   []engine.Grant
+		head     int32
+		wantHeld bool
+	}{
+		// team-a holds 2 of its 4; a 4-GPU head would borrow 2.
+		"a head that would borrow": {ledger: []engine.Grant{onB("a-running", 2, "team-a"), onB("b-running", 4, "team-b")}, head: 4},
+		// team-b borrows 2 of team-a's 4; team-a's 4-GPU head is within its
+		// nominal quota and waits for it.
+		"a head within nominal": {ledger: []engine.Grant{onB("b-running", 6, "team-b")}, head: 4, wantHeld: true},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			queue := []engine.Request{
+				wrappers.Gang("head", tc.head, tc.head, 0, wrappers.InQueue("team-a")),
+				wrappers.Gang("small", 1, 1, 1, wrappers.InQueue("team-a")),
+			}
+			now := wrappers.EngineT0.Add(30 * time.Minute) // both past the 10-minute bound
+			plan := engine.Schedule(engine.DefaultConfig(), engine.Snapshot{Now: now, Nodes: nodes, Ledger: tc.ledger, Queue: queue, Queues: queues})
+			if w := waitOf(plan, "ns/head"); w == nil {
+				t.Fatalf("the head does not wait: reserved %q", reserved(plan))
+			}
+			w := waitOf(plan, "ns/small")
+			held := w != nil && w.Queue != nil && w.Queue.HeldFor != nil && *w.Queue.HeldFor == wrappers.GangKey("head")
+			if held != tc.wantHeld {
+				t.Errorf("small held for the head: %v, want %v (reserved %q, wait %+v)", held, tc.wantHeld, reserved(plan), w)
+			}
+			if !tc.wantHeld && reserved(plan) != "ns/small" {
+				t.Errorf("reserved %q, want ns/small", reserved(plan))
+			}
+			if plan.Fence != nil {
+				t.Errorf("a queue wait fenced nodes: %+v", plan.Fence)
+			}
+		})
+	}
+}
+
+// TestStarvingBorrowerFencesNothing: the same for the nodes. Past its
+// bound, a gang the nodes cannot hold yet fences the nodes it waits for
+// when it would run within its queue's nominal quota, and not when it
+// would borrow.
+func TestStarvingBorrowerFencesNothing(t *testing.T) {
+	nodes := []engine.Node{wrappers.EngineNode("a", 8), wrappers.EngineNode("b", 8)}
+	queues := []engine.Queue{wrappers.EngineQueue("team-a", "research", 4), wrappers.EngineQueue("team-b", "research", 12)}
+	// 13 GPUs held outside any queue (no default queue: not limited).
+	other := engine.Grant{Request: wrappers.Gang("other", 13, 13, 0, wrappers.InQueue("")),
+		Workers: []string{"a", "a", "a", "a", "a", "a", "a", "a", "b", "b", "b", "b", "b"}}
+	for name, tc := range map[string]struct {
+		head      int32
+		wantFence bool
+	}{
+		"a head that would borrow": {head: 6},
+		"a head within nominal":    {head: 4, wantFence: true},
+	} {
+		t.Run(name, func(t *testing.T) {
+			queue := []engine.Request{
+				wrappers.Gang("head", tc.head, tc.head, 0, wrappers.InQueue("team-a")),
+				wrappers.Gang("small", 1, 1, 1, wrappers.InQueue("team-a")),
+			}
+			now := wrappers.EngineT0.Add(30 * time.Minute)
+			plan := engine.Schedule(engine.DefaultConfig(), engine.Snapshot{Now: now, Nodes: nodes, Ledger: []engine.Grant{other}, Queue: queue, Queues: queues})
+			if fenced := plan.Fence != nil; fenced != tc.wantFence {
+				t.Errorf("fence %+v, want fenced %v", plan.Fence, tc.wantFence)
+			}
+			if want := map[bool]string{true: "", false: "ns/small"}[tc.wantFence]; reserved(plan) != want {
+				t.Errorf("reserved %q, want %q", reserved(plan), want)
+			}
+		})
+	}
+}
