@@ -125,7 +125,7 @@ func (t *queueTracker) sample(s *simulator) {
 			if p.hold != nil && p.hold.granted {
 				cur.Held[q] += float64(len(p.hold.nodes)) * p.hold.gpus
 			}
-		case PolicyPerPod:
+		case PolicyPerPod, PolicyKueue:
 			for in, g := range p.pods {
 				cur.Held[q] += float64(g.placed) * p.c.gpus[in.Name]
 			}

@@ -42,19 +42,31 @@ const (
 	// behind it, and nothing backfills (Kueue's StrictFIFO queueing, a
 	// plain gang scheduler's queue).
 	PolicyStrictFIFO Policy = "strict-fifo"
+	// PolicyKueue models Kueue as test/peers drives it (kueue.go): each
+	// phase a batch/v1 Job created when the previous phase ends, queued
+	// as a Workload at its own creation time (not its pipeline's),
+	// admitted BestEffortFIFO (priority, then creation; a Job that does
+	// not fit is passed, never waited for) against one ClusterQueue whose
+	// quota is the cluster's GPUs, on quota alone; its pods then go to
+	// kube-scheduler one at a time, as per-pod's do (kueue.go).
+	PolicyKueue Policy = "kueue"
 )
 
 // Policies lists every policy, phasegang first.
 var Policies = []Policy{PolicyPhasegang, PolicyPerPod, PolicyWholeJob, PolicyRigid, PolicyStrictFIFO}
 
+// PeerPolicies model a peer as the peer harness (test/peers) runs it;
+// they are not baselines of the suite.
+var PeerPolicies = []Policy{PolicyKueue}
+
 // ParsePolicy checks a policy name.
 func ParsePolicy(s string) (Policy, error) {
-	for _, p := range Policies {
+	for _, p := range slices.Concat(Policies, PeerPolicies) {
 		if string(p) == s {
 			return p, nil
 		}
 	}
-	return "", fmt.Errorf("unknown policy %q (want one of %v)", s, Policies)
+	return "", fmt.Errorf("unknown policy %q (want one of %v)", s, slices.Concat(Policies, PeerPolicies))
 }
 
 // Options configure one run.
@@ -189,6 +201,8 @@ type simulator struct {
 	// queues tracks the tenant queues' demand and use (nil without
 	// queues).
 	queues *queueTracker
+	// kueue is PolicyKueue's admission (nil under other policies).
+	kueue *kueueAdmission
 }
 
 // Run simulates a scenario under one policy.
@@ -201,7 +215,7 @@ func Run(sc *Scenario, opts Options) (*Result, error) {
 		cfg = *opts.Engine
 	}
 	cfg.SkipWaiting = true
-	if opts.Policy == PolicyPerPod {
+	if opts.Policy == PolicyPerPod || opts.Policy == PolicyKueue {
 		// One pod at a time, first come first served, and a pod that does
 		// not fit never holds back the pods behind it.
 		cfg.StarvationBound = time.Duration(1<<63 - 1)
@@ -221,6 +235,9 @@ func Run(sc *Scenario, opts Options) (*Result, error) {
 	s.crossDomain = newCrossDomainModel(sc.Cluster, nodes)
 	s.nodeDomains = driver.NodeDomains(nodes)
 	s.st = engine.NewState(cfg, nodes, nil)
+	if opts.Policy == PolicyKueue {
+		s.kueue = newKueueAdmission(sc.Cluster.GPUs())
+	}
 	if len(sc.Quotas) > 0 {
 		s.st.SetQuotas(sc.engineQuotas())
 	}
@@ -488,18 +505,25 @@ func (s *simulator) enqueue(p *pipeRun, in phases.Instance, req engine.Request) 
 		req.Min = req.Desired
 		s.st.Submit(req)
 	case PolicyPerPod:
-		// Each pod is its own one-worker "gang". Pods are ordered by
-		// creation time; worker w of every job created at the same
-		// instant comes before worker w+1 of any, as when many job
-		// controllers create their pods concurrently.
-		p.pods[in] = &podGroup{nodes: make([]string, req.Desired), placedAt: make([]time.Duration, req.Desired)}
-		for w := range int(req.Desired) {
-			s.st.Submit(podRequest(req, p, in, w, s.now))
-		}
+		s.submitPods(p, in, req)
+	case PolicyKueue:
+		s.kueue.queue(p, in, req, s.now)
+		s.kueueAdmit()
 	case PolicyWholeJob:
 		if p.hold.granted {
 			s.startOnHold(p, in)
 		}
+	}
+}
+
+// submitPods queues a phase attempt's pods, each its own one-worker
+// "gang". Pods are ordered by creation time; worker w of every job
+// created at the same instant comes before worker w+1 of any, as when
+// many job controllers create their pods concurrently.
+func (s *simulator) submitPods(p *pipeRun, in phases.Instance, req engine.Request) {
+	p.pods[in] = &podGroup{nodes: make([]string, req.Desired), placedAt: make([]time.Duration, req.Desired)}
+	for w := range int(req.Desired) {
+		s.st.Submit(podRequest(req, p, in, w, s.now))
 	}
 }
 
@@ -516,7 +540,13 @@ func podRequest(req engine.Request, p *pipeRun, in phases.Instance, w int, creat
 // holdsOutsideRuns says the policy's grants are not the phase runs': a
 // whole-job pipeline's held gang, a per-pod pod.
 func (s *simulator) holdsOutsideRuns() bool {
-	return s.opts.Policy == PolicyWholeJob || s.opts.Policy == PolicyPerPod
+	return s.opts.Policy == PolicyWholeJob || s.podsOnTheirOwn()
+}
+
+// podsOnTheirOwn says the policy places a phase's pods one at a time
+// (per-pod, and kueue once a Job is admitted).
+func (s *simulator) podsOnTheirOwn() bool {
+	return s.opts.Policy == PolicyPerPod || s.opts.Policy == PolicyKueue
 }
 
 // evict carries out the release (a preemption, a lost node) of a
@@ -538,7 +568,7 @@ func (s *simulator) evict(p *pipeRun, rel engine.Release) {
 		}
 		s.res.IdleReservedGPUSeconds += h.gpus*float64(len(h.nodes))*(s.now-h.since).Seconds() - h.busy
 		s.submitHold(p)
-	case PolicyPerPod:
+	case PolicyPerPod, PolicyKueue:
 		in, w := podInstance(rel.Gang)
 		g := p.pods[in]
 		if g == nil || g.nodes[w] == "" {
@@ -600,13 +630,16 @@ func (s *simulator) bookPreempted(r *phaseRun) {
 
 func (s *simulator) withdraw(p *pipeRun, in phases.Instance) {
 	switch s.opts.Policy {
-	case PolicyPerPod:
+	case PolicyPerPod, PolicyKueue:
 		if g := p.pods[in]; g != nil {
 			for w := range g.nodes {
 				s.st.Withdraw(podKey(p, in, w))
 				s.st.Release(podKey(p, in, w))
 			}
 			delete(p.pods, in)
+		}
+		if s.kueue != nil && s.kueue.forget(p, in) {
+			s.kueueAdmit()
 		}
 	default:
 		s.st.Withdraw(s.gangKey(p, in))
@@ -617,7 +650,7 @@ func (s *simulator) withdraw(p *pipeRun, in phases.Instance) {
 // whole-job hold stays until the pipeline ends.
 func (s *simulator) release(p *pipeRun, key engine.GangKey) {
 	switch s.opts.Policy {
-	case PolicyPerPod:
+	case PolicyPerPod, PolicyKueue:
 		s.withdraw(p, instanceOf(key))
 	case PolicyWholeJob:
 	default:
@@ -842,7 +875,7 @@ func (s *simulator) reserved(rv engine.Reservation) {
 				s.startOnHold(p, in)
 			}
 		}
-	case PolicyPerPod:
+	case PolicyPerPod, PolicyKueue:
 		in, w := podInstance(rv.Gang)
 		g := p.pods[in]
 		if g == nil {
@@ -897,7 +930,7 @@ func (s *simulator) start(p *pipeRun, in phases.Instance, nodes []string) {
 		s.queues.wait(p, s.now-r.queued)
 	}
 	s.runs[r.key] = r
-	if s.opts.Policy == PolicyPerPod || s.opts.Policy == PolicyWholeJob {
+	if s.holdsOutsideRuns() {
 		if i := statusIndex(&p.pt.Status, in); i >= 0 {
 			driver.Reserve(&p.pt.Status, i, nodes, Epoch.Add(s.now))
 		}

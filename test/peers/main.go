@@ -66,6 +66,8 @@ var (
 	keepLogs      = flag.Bool("keep-logs", false, "keep each cluster's logs and the systems' logs")
 	phasegangBin  = flag.String("phasegang", "", "phasegang binary (default: go build ./cmd/phasegang)")
 	kueueHome     = flag.String("kueue", "", "Kueue's cache dir (bin/kueue, crd/, webhook/; default: run test/peers/build-kueue.sh)")
+	modelsOnly    = flag.Bool("models-only", false, "start no cluster: print the simulator's models of the systems (phasegang, kueue) on the workloads")
+	overhead      = flag.Duration("phase-overhead", 0, "with -models-only: the time each phase takes on top of its run (a real run gives each model its system's start floor)")
 )
 
 var errUseObserver = errors.New("phase end from the observer")
@@ -89,6 +91,14 @@ func run(ctx context.Context) error {
 			return fmt.Errorf("unknown workload %q (have %s)", n, workloadNames())
 		}
 		wls = append(wls, f())
+	}
+	if *modelsOnly {
+		for _, w := range wls {
+			if err := printModelFigures(w, *overhead); err != nil {
+				return err
+			}
+		}
+		return nil
 	}
 	names := strings.Split(*systemsFlag, ",")
 	for _, n := range names {
@@ -136,6 +146,11 @@ func run(ctx context.Context) error {
 			all = append(all, f)
 			printTable(w, all) // as it grows: a later failure keeps the earlier figures
 		}
+		rows, err := checkModels(w, all)
+		if err != nil {
+			return err
+		}
+		printModels(w, rows)
 	}
 	if !*keepLogs {
 		os.RemoveAll(work)

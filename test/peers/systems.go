@@ -144,6 +144,12 @@ func (s *phasegangSystem) submit(ctx context.Context, c *cluster, i int, p pipel
 	if k != 0 {
 		return nil
 	}
+	return c.k8s.Create(ctx, phasedTrainingOf(i, p))
+}
+
+// phasedTrainingOf is pipeline i as a PhasedTraining: its phases one
+// after the other, each a rigid gang (gang.min only).
+func phasedTrainingOf(i int, p pipelineSpec) *v1alpha1.PhasedTraining {
 	pt := &v1alpha1.PhasedTraining{ObjectMeta: metav1.ObjectMeta{Namespace: runNamespace, Name: p.name}}
 	for j, ph := range p.phases {
 		phase := v1alpha1.Phase{Name: ph.name, Gang: v1alpha1.Gang{Min: ph.workers}, Template: podTemplate(i, j, ph)}
@@ -152,7 +158,7 @@ func (s *phasegangSystem) submit(ctx context.Context, c *cluster, i int, p pipel
 		}
 		pt.Spec.Phases = append(pt.Spec.Phases, phase)
 	}
-	return c.k8s.Create(ctx, pt)
+	return pt
 }
 
 func (s *phasegangSystem) stop() {
