@@ -99,8 +99,8 @@ func TestSimulate(t *testing.T) {
 			wantStdout: []string{
 				"scenario philly-teams.csv: 1623 pipelines on 136 GPUs",
 				"per queue (share: GPUs held ÷ entitled while the queue had demand",
-				"  team-6c71a0  phasegang       68          2276.4      2290.2  100.6%     70           0       94.7%",
-				"  team-ee9e8c  phasegang       68          4156.0      4130.9   99.4%     66           0       91.9%",
+				"  team-6c71a0  phasegang       68          2275.0      2290.2  100.7%     70           0       94.7%",
+				"  team-ee9e8c  phasegang       68          4155.4      4130.9   99.4%     65           0       91.9%",
 				"phasegang: Jain's index 1.000 over the queues' shares, 15.1 GPU-hours lost to preemption",
 			},
 			wantStderr: []string{"trace cluster: 17 nodes × 8 GPUs"},
