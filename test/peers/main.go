@@ -151,6 +151,9 @@ func run(ctx context.Context) error {
 			return err
 		}
 		printModels(w, rows)
+		if err := noPartialGangs(w, all); err != nil {
+			return err
+		}
 	}
 	if !*keepLogs {
 		os.RemoveAll(work)
@@ -411,4 +414,16 @@ func parallel(n, width int, f func(i int) error) error {
 	}
 	wg.Wait()
 	return first
+}
+
+// noPartialGangs fails the run if phasegang showed a partial gang: that
+// it never holds one is its claim, and CI's small run (.ci/run) holds it
+// to that on a real control plane.
+func noPartialGangs(w workload, fs []figures) error {
+	for _, f := range fs {
+		if f.system == "phasegang" && f.splitGangs > 0 {
+			return fmt.Errorf("%s: phasegang showed %d partial gangs (%.1f partial-gang seconds)", w.name, f.splitGangs, f.partialSecs)
+		}
+	}
+	return nil
 }

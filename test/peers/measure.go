@@ -157,10 +157,12 @@ type figures struct {
 	makespan, jctAvg, jctP99, queued float64 // seconds
 	partialSecs, waitGPUSecs         float64
 	splitGangs                       int
-	// startFloor is the 10th percentile over every phase of (its last
-	// worker Running − its previous phase's last pod ended, or the
-	// arrival): what starting a phase costs this system when nothing
-	// waits ahead of it (the simulator's models are given it).
+	// startFloor is the 10th percentile over every phase after a
+	// pipeline's first of (its last worker Running − its previous
+	// phase's last pod ended): what handing over from one phase to the
+	// next costs this system when nothing waits ahead (the driver
+	// noticing the end, the objects created, admission, binding, kwok
+	// starting the pods). The simulator's models are given it.
 	startFloor float64
 	cpu        map[string]time.Duration // by component
 	writes     map[string]float64       // by resource
@@ -185,7 +187,9 @@ func compute(w workload, arrivals []time.Time, start time.Time, gs map[gangKey]*
 				return f, fmt.Errorf("%s phase %s did not end", p.name, p.phases[k].name)
 			}
 			q += g.lastRunning.Sub(prevEnd).Seconds()
-			starts = append(starts, g.lastRunning.Sub(prevEnd).Seconds())
+			if k > 0 {
+				starts = append(starts, g.lastRunning.Sub(prevEnd).Seconds())
+			}
 			prevEnd = g.lastEnded
 			if spread := g.lastRunning.Sub(g.firstRunning); spread > partialTolerance {
 				f.splitGangs++

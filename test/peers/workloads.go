@@ -48,6 +48,7 @@ var workloads = map[string]func() workload{
 	"burst": burstWorkload,
 	"frag":  fragWorkload,
 	"cost":  costWorkload,
+	"ci":    ciWorkload,
 }
 
 func workloadNames() string {
@@ -125,6 +126,21 @@ func costWorkload() workload {
 		g := sizes[i%len(sizes)]
 		w.pipelines = append(w.pipelines, pipelineSpec{fmt.Sprintf("p-%03d", i), 0,
 			[]phaseSpec{{"train", g, 1, 5}, {"validate", max(1, g/4), 1, 5}, {"test", 1, 1, 5}}})
+	}
+	return w
+}
+
+// ciWorkload is the small run CI makes of every system (.ci/run): six
+// seed-like pipelines on 2 nodes × 4 GPUs, three at once at the start and
+// three at once 2 s later, so that plain pods interleave into partial
+// gangs while a gang system shows none: train 4 one-GPU workers 5 s →
+// validate 2 × 1 GPU 2 s → test 1 × 1 GPU 2 s.
+func ciWorkload() workload {
+	w := workload{name: "ci", nodes: 2, gpusPerNode: 4,
+		about: "6 pipelines train 4×1 GPU 5 s → validate 2×1 2 s → test 1×1 2 s; 2 nodes × 4 GPUs; 3 at once at 0 s, 3 at once at 2 s"}
+	phases := []phaseSpec{{"train", 4, 1, 5}, {"validate", 2, 1, 2}, {"test", 1, 1, 2}}
+	for i := range 6 {
+		w.pipelines = append(w.pipelines, pipelineSpec{fmt.Sprintf("ci-%d", i), time.Duration(i/3) * 2 * time.Second, phases})
 	}
 	return w
 }
