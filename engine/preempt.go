@@ -31,10 +31,12 @@ import (
 // short of; a lender never preempts its own queue's gangs to reclaim,
 // and LowerPriority preempts only gangs of lower priority than the
 // waiting one. Nothing is preempted unless removing the chosen gangs
-// covers the waiting gang's quota: a preemption that would not let it in
-// would only destroy work. A preempted gang is released whole
-// (ReleasePreempted, listed in Plan.Releases and Plan.Preemptions); the
-// caller queues the same attempt again, like a gang that lost its node.
+// covers the waiting gang's quota and leaves room for its Min workers on
+// the nodes (by its topology, through the same placement): a preemption
+// that would not let it in would only destroy work. A preempted gang is
+// released whole (ReleasePreempted, listed in Plan.Releases and
+// Plan.Preemptions); the caller queues the same attempt again, like a
+// gang that lost its node.
 //
 // Within a queue (Queue.WithinQueue), the same grace period bounds how
 // long a gang waits for quota the queue's own gangs hold: past it, the
@@ -282,24 +284,10 @@ func (s *State) preemptFor(plan *Plan, now time.Time, gr *gangReq, qs *queueStat
 	}
 	short := w.shortResources()
 	w.cands = s.preemptionCandidates(reserved, filter, short)
-	shrinks := w.shrinkSurplus()
-	wholes, ok := w.takeWholeGangs()
-	if !ok {
-		w.undo() // even every borrower together would not let it in
+	taken, _ := w.byQuota()
+	if len(taken) == 0 {
 		return nil
 	}
-	w.giveBackUnneeded(wholes, shrinks)
-	// Worth it on the nodes too: with what is taken gone, the gang must
-	// fit. Else it would stay queued, a gang behind it would backfill
-	// what was freed (the victim itself, queued again), and the same
-	// preemption repeat every cycle.
-	if !s.fitsWithout(gr, w.cands) {
-		w.undo()
-		return nil
-	}
-	// Apply: undo the what-if, then release and shrink for real.
-	taken := w.taken()
-	w.undo()
 	for _, t := range taken {
 		if t.whole {
 			s.preemptWhole(plan, now, t.v.g, gr, qs, filter, short)
@@ -308,10 +296,41 @@ func (s *State) preemptFor(plan *Plan, now time.Time, gr *gangReq, qs *queueStat
 		}
 	}
 	s.sumFree()
-	if len(taken) == 0 {
-		return nil
-	}
 	return short
+}
+
+// byQuota chooses by quota alone: surplus first, then the fewest whole
+// gangs, wherever they run. It returns what it would take, if gr then
+// fits on the nodes too (else nil), and whether the quota could be
+// covered at all. The what-if is left undone.
+func (w *whatIf) byQuota() (taken []takenVictim, quotaOK bool) {
+	if !w.trial() {
+		return nil, false // even every candidate together would not let it in
+	}
+	// Worth it on the nodes too: with what is taken gone, the gang must
+	// fit. Else it would stay queued, a gang behind it would backfill
+	// what was freed (the victim itself, queued again), and the same
+	// preemption repeat every cycle.
+	if w.s.fitsWithout(w.gr, w.cands, nil) {
+		taken = w.taken()
+	}
+	w.undo()
+	return taken, true
+}
+
+// trial takes from the candidates what lets gr in (letsIn): surplus
+// first, then whole gangs, then gives back what turns out not to be
+// needed. False, with everything given back, if even all of them would
+// not let it in.
+func (w *whatIf) trial() bool {
+	shrinks := w.shrinkSurplus()
+	wholes, ok := w.takeWholeGangs()
+	if !ok {
+		w.undo()
+		return false
+	}
+	w.giveBackUnneeded(wholes, shrinks)
+	return true
 }
 
 // preemptionCandidates are the grants filter allows as victims for a gang
@@ -350,6 +369,10 @@ type whatIf struct {
 	qs     *queueState  // the queue whose quota it needs
 	charge *queueCharge // what gr charges qs
 	cands  []*victim
+	// outside, when set, confines the what-if to one topology domain:
+	// it fences every node but the domain's, and gr is let in only once
+	// its Min workers also fit there.
+	outside []bool
 }
 
 // shortOf reports whether, with its current use, qs keeps too little of
@@ -366,6 +389,12 @@ func (w *whatIf) covered() bool {
 		}
 	}
 	return true
+}
+
+// letsIn reports whether what is taken lets gr in: its quota is
+// covered and, confined to one domain, its Min workers fit there.
+func (w *whatIf) letsIn() bool {
+	return w.covered() && (w.outside == nil || w.s.fitsWithout(w.gr, w.cands, w.outside))
 }
 
 // shortResources are the resources gr is short of, by name.
@@ -400,11 +429,11 @@ func (w *whatIf) undo() {
 }
 
 // shrinkSurplus takes elastic surplus, one worker at a time, until gr is
-// covered. It returns the victims in the order taken, one entry per worker.
+// let in. It returns the victims in the order taken, one entry per worker.
 func (w *whatIf) shrinkSurplus() []*victim {
 	var shrinks []*victim
 	for _, v := range w.cands {
-		for !w.covered() && int32(len(v.g.workers)-v.shrunk) > v.g.req.Min {
+		for !w.letsIn() && int32(len(v.g.workers)-v.shrunk) > v.g.req.Min {
 			w.shrinkOne(v)
 			shrinks = append(shrinks, v)
 		}
@@ -412,11 +441,11 @@ func (w *whatIf) shrinkSurplus() []*victim {
 	return shrinks
 }
 
-// takeWholeGangs takes whole gangs until gr is covered, in the order
-// taken; false if even all of them would not cover it.
+// takeWholeGangs takes whole gangs until gr is let in, in the order
+// taken; false if even all of them would not let it in.
 func (w *whatIf) takeWholeGangs() ([]*victim, bool) {
 	var wholes []*victim
-	for !w.covered() {
+	for !w.letsIn() {
 		pick := w.pickWhole()
 		if pick == nil {
 			return wholes, false
@@ -428,7 +457,7 @@ func (w *whatIf) takeWholeGangs() ([]*victim, bool) {
 }
 
 // pickWhole is the next gang to take whole: among the lowest priority
-// left, the first (youngest) that covers gr alone, else the youngest.
+// left, the first (youngest) that lets gr in alone, else the youngest.
 func (w *whatIf) pickWhole() *victim {
 	var pick *victim
 	for _, v := range w.cands {
@@ -442,7 +471,7 @@ func (w *whatIf) pickWhole() *victim {
 			pick = v // the youngest of the lowest priority
 		}
 		w.takeWhole(v)
-		alone := w.covered()
+		alone := w.letsIn()
 		w.putWhole(v)
 		if alone {
 			return v
@@ -457,7 +486,7 @@ func (w *whatIf) giveBackUnneeded(wholes, shrinks []*victim) {
 	for i := len(wholes) - 1; i >= 0; i-- {
 		v := wholes[i]
 		w.putWhole(v)
-		if !w.covered() {
+		if !w.letsIn() {
 			w.takeWhole(v)
 		}
 	}
@@ -467,7 +496,7 @@ func (w *whatIf) giveBackUnneeded(wholes, shrinks []*victim) {
 			continue
 		}
 		w.unshrinkOne(v)
-		if !w.covered() {
+		if !w.letsIn() {
 			w.shrinkOne(v)
 		}
 	}
@@ -518,10 +547,11 @@ func (s *State) shrinkFor(plan *Plan, g *grantState, gr *gangReq, n int) {
 	plan.Shrinks = append(plan.Shrinks, sh)
 }
 
-// fitsWithout reports whether gr's Min workers fit on the nodes once the
-// victims' workers are gone (whole victims all of them, shrunk ones their
-// highest indices): a what-if, the nodes are left as they were.
-func (s *State) fitsWithout(gr *gangReq, victims []*victim) bool {
+// fitsWithout reports whether gr's Min workers fit on the nodes not
+// fenced once the victims' workers are gone (whole victims all of them,
+// shrunk ones their highest indices): a what-if, the nodes are left as
+// they were.
+func (s *State) fitsWithout(gr *gangReq, victims []*victim, fenced []bool) bool {
 	var freed []surplusWorker
 	for _, v := range victims {
 		from := len(v.g.workers) - v.shrunk
@@ -535,7 +565,7 @@ func (s *State) fitsWithout(gr *gangReq, victims []*victim) bool {
 		}
 	}
 	s.adjust(freed, +1)
-	p := s.place(gr, s.class(gr), gr.req.Min, gr.req.Min, nil)
+	p := s.place(gr, s.class(gr), gr.req.Min, gr.req.Min, fenced)
 	s.adjust(freed, -1)
 	return p.nodes != nil
 }
