@@ -52,6 +52,22 @@ import (
 // gang of the cohort grows (grow's frozen), so the freed quota is still
 // there when the next cycle's walk reaches the waiting gang.
 //
+// Topology (preempt_domain.go), for both: gangs chosen by quota alone
+// often run in several domains and free none of them enough for a gang
+// whose topology wants one. When they do not let such a gang in
+// (required; or preferred, and it does not fit even spread), the same
+// choice is made once per domain of its level, among the candidates
+// with a worker in that domain, until the quota is covered and its Min
+// workers fit there; a candidate that also runs elsewhere frees only
+// its workers in the domain, but is preempted whole. The cheapest
+// domain's victims are taken: the lowest highest priority of the gangs
+// stopped, then the fewest GPUs (what the victims give up of the
+// resources the waiting gang is short of), then the fewest gangs, then
+// the first domain; if no domain's victims let it in, nothing is
+// preempted. Victims chosen by quota alone that let the gang in are
+// kept, so the search only adds preemptions where none was made
+// before, and none for a gang without topology.
+//
 // The grace period is measured from the waiting gang's Request.Queued:
 // the engine keeps no memory between cycles, and a gang that waits for
 // its nominal quota has waited for it (or for nodes) since then.
@@ -186,6 +202,19 @@ type victimFilter struct {
 	message func(g *grantState, short map[ResourceName]bool, now time.Time) string
 }
 
+// saying is f with where added to the end of its messages ("": as they
+// are).
+func (f victimFilter) saying(where string) victimFilter {
+	if where == "" {
+		return f
+	}
+	message := f.message
+	f.message = func(g *grantState, short map[ResourceName]bool, now time.Time) string {
+		return message(g, short, now) + where
+	}
+	return f
+}
+
 // keptLeft is what of resource j queue qs may use now and keep: what it
 // may use (queueLeft), but at most its nominal quota less its use and
 // less what the cohort's other queues use beyond their own nominal.
@@ -284,7 +313,12 @@ func (s *State) preemptFor(plan *Plan, now time.Time, gr *gangReq, qs *queueStat
 	}
 	short := w.shortResources()
 	w.cands = s.preemptionCandidates(reserved, filter, short)
-	taken, _ := w.byQuota()
+	taken, quotaOK := w.byQuota()
+	if taken == nil && quotaOK && byDomain(gr) {
+		var where string
+		taken, where = w.inOneDomain(short)
+		filter = filter.saying(where)
+	}
 	if len(taken) == 0 {
 		return nil
 	}
@@ -371,7 +405,7 @@ type whatIf struct {
 	cands  []*victim
 	// outside, when set, confines the what-if to one topology domain:
 	// it fences every node but the domain's, and gr is let in only once
-	// its Min workers also fit there.
+	// its Min workers also fit there (preempt_domain.go).
 	outside []bool
 }
 
