@@ -31,10 +31,12 @@ import (
 // short of; a lender never preempts its own queue's gangs to reclaim,
 // and LowerPriority preempts only gangs of lower priority than the
 // waiting one. Nothing is preempted unless removing the chosen gangs
-// covers the waiting gang's quota: a preemption that would not let it in
-// would only destroy work. A preempted gang is released whole
-// (ReleasePreempted, listed in Plan.Releases and Plan.Preemptions); the
-// caller queues the same attempt again, like a gang that lost its node.
+// covers the waiting gang's quota and leaves room for its Min workers on
+// the nodes (by its topology, through the same placement): a preemption
+// that would not let it in would only destroy work. A preempted gang is
+// released whole (ReleasePreempted, listed in Plan.Releases and
+// Plan.Preemptions); the caller queues the same attempt again, like a
+// gang that lost its node.
 //
 // Within a queue (Queue.WithinQueue), the same grace period bounds how
 // long a gang waits for quota the queue's own gangs hold: past it, the
@@ -49,6 +51,22 @@ import (
 // queue may take back the next moment. In the cycle that preempts, no
 // gang of the cohort grows (grow's frozen), so the freed quota is still
 // there when the next cycle's walk reaches the waiting gang.
+//
+// Topology (preempt_domain.go), for both: gangs chosen by quota alone
+// often run in several domains and free none of them enough for a gang
+// whose topology wants one. When they do not let such a gang in
+// (required; or preferred, and it does not fit even spread), the same
+// choice is made once per domain of its level, among the candidates
+// with a worker in that domain, until the quota is covered and its Min
+// workers fit there; a candidate that also runs elsewhere frees only
+// its workers in the domain, but is preempted whole. The cheapest
+// domain's victims are taken: the lowest highest priority of the gangs
+// stopped, then the fewest GPUs (what the victims give up of the
+// resources the waiting gang is short of), then the fewest gangs, then
+// the first domain; if no domain's victims let it in, nothing is
+// preempted. Victims chosen by quota alone that let the gang in are
+// kept, so the search only adds preemptions where none was made
+// before, and none for a gang without topology.
 //
 // The grace period is measured from the waiting gang's Request.Queued:
 // the engine keeps no memory between cycles, and a gang that waits for
@@ -184,6 +202,19 @@ type victimFilter struct {
 	message func(g *grantState, short map[ResourceName]bool, now time.Time) string
 }
 
+// saying is f with where added to the end of its messages ("": as they
+// are).
+func (f victimFilter) saying(where string) victimFilter {
+	if where == "" {
+		return f
+	}
+	message := f.message
+	f.message = func(g *grantState, short map[ResourceName]bool, now time.Time) string {
+		return message(g, short, now) + where
+	}
+	return f
+}
+
 // keptLeft is what of resource j queue qs may use now and keep: what it
 // may use (queueLeft), but at most its nominal quota less its use and
 // less what the cohort's other queues use beyond their own nominal.
@@ -282,24 +313,15 @@ func (s *State) preemptFor(plan *Plan, now time.Time, gr *gangReq, qs *queueStat
 	}
 	short := w.shortResources()
 	w.cands = s.preemptionCandidates(reserved, filter, short)
-	shrinks := w.shrinkSurplus()
-	wholes, ok := w.takeWholeGangs()
-	if !ok {
-		w.undo() // even every borrower together would not let it in
+	taken, quotaOK := w.byQuota()
+	if taken == nil && quotaOK && byDomain(gr) {
+		var where string
+		taken, where = w.inOneDomain(short)
+		filter = filter.saying(where)
+	}
+	if len(taken) == 0 {
 		return nil
 	}
-	w.giveBackUnneeded(wholes, shrinks)
-	// Worth it on the nodes too: with what is taken gone, the gang must
-	// fit. Else it would stay queued, a gang behind it would backfill
-	// what was freed (the victim itself, queued again), and the same
-	// preemption repeat every cycle.
-	if !s.fitsWithout(gr, w.cands) {
-		w.undo()
-		return nil
-	}
-	// Apply: undo the what-if, then release and shrink for real.
-	taken := w.taken()
-	w.undo()
 	for _, t := range taken {
 		if t.whole {
 			s.preemptWhole(plan, now, t.v.g, gr, qs, filter, short)
@@ -308,10 +330,41 @@ func (s *State) preemptFor(plan *Plan, now time.Time, gr *gangReq, qs *queueStat
 		}
 	}
 	s.sumFree()
-	if len(taken) == 0 {
-		return nil
-	}
 	return short
+}
+
+// byQuota chooses by quota alone: surplus first, then the fewest whole
+// gangs, wherever they run. It returns what it would take, if gr then
+// fits on the nodes too (else nil), and whether the quota could be
+// covered at all. The what-if is left undone.
+func (w *whatIf) byQuota() (taken []takenVictim, quotaOK bool) {
+	if !w.trial() {
+		return nil, false // even every candidate together would not let it in
+	}
+	// Worth it on the nodes too: with what is taken gone, the gang must
+	// fit. Else it would stay queued, a gang behind it would backfill
+	// what was freed (the victim itself, queued again), and the same
+	// preemption repeat every cycle.
+	if w.s.fitsWithout(w.gr, w.cands, nil) {
+		taken = w.taken()
+	}
+	w.undo()
+	return taken, true
+}
+
+// trial takes from the candidates what lets gr in (letsIn): surplus
+// first, then whole gangs, then gives back what turns out not to be
+// needed. False, with everything given back, if even all of them would
+// not let it in.
+func (w *whatIf) trial() bool {
+	shrinks := w.shrinkSurplus()
+	wholes, ok := w.takeWholeGangs()
+	if !ok {
+		w.undo()
+		return false
+	}
+	w.giveBackUnneeded(wholes, shrinks)
+	return true
 }
 
 // preemptionCandidates are the grants filter allows as victims for a gang
@@ -350,6 +403,10 @@ type whatIf struct {
 	qs     *queueState  // the queue whose quota it needs
 	charge *queueCharge // what gr charges qs
 	cands  []*victim
+	// outside, when set, confines the what-if to one topology domain:
+	// it fences every node but the domain's, and gr is let in only once
+	// its Min workers also fit there (preempt_domain.go).
+	outside []bool
 }
 
 // shortOf reports whether, with its current use, qs keeps too little of
@@ -366,6 +423,12 @@ func (w *whatIf) covered() bool {
 		}
 	}
 	return true
+}
+
+// letsIn reports whether what is taken lets gr in: its quota is
+// covered and, confined to one domain, its Min workers fit there.
+func (w *whatIf) letsIn() bool {
+	return w.covered() && (w.outside == nil || w.s.fitsWithout(w.gr, w.cands, w.outside))
 }
 
 // shortResources are the resources gr is short of, by name.
@@ -400,11 +463,11 @@ func (w *whatIf) undo() {
 }
 
 // shrinkSurplus takes elastic surplus, one worker at a time, until gr is
-// covered. It returns the victims in the order taken, one entry per worker.
+// let in. It returns the victims in the order taken, one entry per worker.
 func (w *whatIf) shrinkSurplus() []*victim {
 	var shrinks []*victim
 	for _, v := range w.cands {
-		for !w.covered() && int32(len(v.g.workers)-v.shrunk) > v.g.req.Min {
+		for !w.letsIn() && int32(len(v.g.workers)-v.shrunk) > v.g.req.Min {
 			w.shrinkOne(v)
 			shrinks = append(shrinks, v)
 		}
@@ -412,11 +475,11 @@ func (w *whatIf) shrinkSurplus() []*victim {
 	return shrinks
 }
 
-// takeWholeGangs takes whole gangs until gr is covered, in the order
-// taken; false if even all of them would not cover it.
+// takeWholeGangs takes whole gangs until gr is let in, in the order
+// taken; false if even all of them would not let it in.
 func (w *whatIf) takeWholeGangs() ([]*victim, bool) {
 	var wholes []*victim
-	for !w.covered() {
+	for !w.letsIn() {
 		pick := w.pickWhole()
 		if pick == nil {
 			return wholes, false
@@ -428,7 +491,7 @@ func (w *whatIf) takeWholeGangs() ([]*victim, bool) {
 }
 
 // pickWhole is the next gang to take whole: among the lowest priority
-// left, the first (youngest) that covers gr alone, else the youngest.
+// left, the first (youngest) that lets gr in alone, else the youngest.
 func (w *whatIf) pickWhole() *victim {
 	var pick *victim
 	for _, v := range w.cands {
@@ -442,7 +505,7 @@ func (w *whatIf) pickWhole() *victim {
 			pick = v // the youngest of the lowest priority
 		}
 		w.takeWhole(v)
-		alone := w.covered()
+		alone := w.letsIn()
 		w.putWhole(v)
 		if alone {
 			return v
@@ -457,7 +520,7 @@ func (w *whatIf) giveBackUnneeded(wholes, shrinks []*victim) {
 	for i := len(wholes) - 1; i >= 0; i-- {
 		v := wholes[i]
 		w.putWhole(v)
-		if !w.covered() {
+		if !w.letsIn() {
 			w.takeWhole(v)
 		}
 	}
@@ -467,7 +530,7 @@ func (w *whatIf) giveBackUnneeded(wholes, shrinks []*victim) {
 			continue
 		}
 		w.unshrinkOne(v)
-		if !w.covered() {
+		if !w.letsIn() {
 			w.shrinkOne(v)
 		}
 	}
@@ -518,10 +581,11 @@ func (s *State) shrinkFor(plan *Plan, g *grantState, gr *gangReq, n int) {
 	plan.Shrinks = append(plan.Shrinks, sh)
 }
 
-// fitsWithout reports whether gr's Min workers fit on the nodes once the
-// victims' workers are gone (whole victims all of them, shrunk ones their
-// highest indices): a what-if, the nodes are left as they were.
-func (s *State) fitsWithout(gr *gangReq, victims []*victim) bool {
+// fitsWithout reports whether gr's Min workers fit on the nodes not
+// fenced once the victims' workers are gone (whole victims all of them,
+// shrunk ones their highest indices): a what-if, the nodes are left as
+// they were.
+func (s *State) fitsWithout(gr *gangReq, victims []*victim, fenced []bool) bool {
 	var freed []surplusWorker
 	for _, v := range victims {
 		from := len(v.g.workers) - v.shrunk
@@ -535,7 +599,7 @@ func (s *State) fitsWithout(gr *gangReq, victims []*victim) bool {
 		}
 	}
 	s.adjust(freed, +1)
-	p := s.place(gr, s.class(gr), gr.req.Min, gr.req.Min, nil)
+	p := s.place(gr, s.class(gr), gr.req.Min, gr.req.Min, fenced)
 	s.adjust(freed, -1)
 	return p.nodes != nil
 }

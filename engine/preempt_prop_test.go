@@ -37,20 +37,37 @@ const preemptChecks = 20000
 //     controller requeues them, at once), the next cycles at the same
 //     instant never preempt the same gang again (a victim re-admitted on
 //     what was freed for another gang would be preempted forever).
-func TestPropPreemption(t *testing.T) {
-	var total struct{ across, within int }
+func TestPropPreemption(t *testing.T) { propPreemption(t, preemptChecks, false) }
+
+// TestPropPreemptionTopology is TestPropPreemption with the nodes in two
+// racks and gangs that want one (required or preferred): the victims
+// that free one rack (preempt_domain.go) keep the same rules.
+func TestPropPreemptionTopology(t *testing.T) { propPreemption(t, preemptChecks/2, true) }
+
+func propPreemption(t *testing.T, checks int, topo bool) {
+	var total struct{ across, within, forTopo int }
 	defer func() {
-		if !t.Failed() && (total.across == 0 || total.within == 0) {
-			t.Errorf("the random runs preempted %d gangs across queues and %d within one: the generator is broken", total.across, total.within)
+		if !t.Failed() && (total.across == 0 || total.within == 0 || (topo && total.forTopo == 0)) {
+			t.Errorf("the random runs preempted %d gangs across queues and %d within one, %d for a required rack: the generator is broken", total.across, total.within, total.forTopo)
 		}
 	}()
-	setChecks(t, preemptChecks)
+	setChecks(t, checks)
 	policies := []engine.ReclaimPolicy{"", engine.ReclaimNever, engine.ReclaimLowerPriority, engine.ReclaimAny}
 	graces := []*time.Duration{nil, new(time.Duration(0)), new(2 * time.Minute)}
 	rapid.Check(t, func(rt *rapid.T) {
 		var nodes []engine.Node
-		for i := range rapid.IntRange(1, 3).Draw(rt, "nodes") {
-			nodes = append(nodes, wrappers.EngineNode(fmt.Sprintf("n%d", i), int64(rapid.IntRange(2, 8).Draw(rt, "gpus"))))
+		maxNodes, minGPUs, maxGPUs := 3, 2, 8
+		if topo {
+			// Two racks of up to two small nodes: gangs of up to 4 workers
+			// fill a rack, and victims chosen by quota are often in both.
+			maxNodes, minGPUs, maxGPUs = 4, 1, 4
+		}
+		for i := range rapid.IntRange(1, maxNodes).Draw(rt, "nodes") {
+			n := wrappers.EngineNode(fmt.Sprintf("n%d", i), int64(rapid.IntRange(minGPUs, maxGPUs).Draw(rt, "gpus")))
+			if topo {
+				n.Domain = []string{"b1", fmt.Sprintf("r%d", i%2), n.Name}
+			}
+			nodes = append(nodes, n)
 		}
 		var queues []engine.Queue
 		byName := map[string]engine.Queue{}
@@ -85,6 +102,11 @@ func TestPropPreemption(t *testing.T) {
 					Footprint: engine.ResourceList{wrappers.GPU: engine.Milli(1)},
 					Queue:     rapid.SampledFrom([]string{"qa", "qb", "qc"}).Draw(rt, "queue"),
 				}
+				if topo {
+					if kind := rapid.IntRange(0, 2).Draw(rt, "topology"); kind > 0 {
+						wrappers.Topo(1, kind == 1)(&r)
+					}
+				}
 				reqs[r.Gang], all[r.Gang] = r, r
 				s.Submit(r)
 			}
@@ -112,6 +134,9 @@ func TestPropPreemption(t *testing.T) {
 					rt.Fatalf("step %d: preempted %s is not released as Preempted", step, p.Gang)
 				}
 				w := reqs[p.For]
+				if w.Topology != nil && w.Topology.Required {
+					total.forTopo++
+				}
 				lq := byName[p.Lender]
 				if lq.ReclaimGrace == nil || now.Sub(w.Queued) < *lq.ReclaimGrace {
 					rt.Fatalf("step %d: %s preempted for %s within its queue's grace period", step, p.Gang, p.For)
