@@ -24,7 +24,14 @@ import (
 //     not look at nodes, so a Job can be admitted on a cluster whose free
 //     GPUs are scattered.
 //   - BestEffortFIFO: a Workload that does not fit is passed by the ones
-//     behind it; nothing waits for it (no fence).
+//     behind it; nothing waits for it (no fence). It is parked as
+//     inadmissible and tried again only when Kueue requeues its parked
+//     Workloads, in a batch one second (requeueBatchPeriod,
+//     pkg/cache/queue/inadmissible_workloads.go) after quota is given
+//     back; a Workload created meanwhile is tried at once. On the peer
+//     harness's second-long phases that second reorders admissions: a
+//     validate created as a train ends goes in before the older train
+//     that waited.
 //   - Once admitted, the Job's pods go to kube-scheduler one at a time,
 //     as per-pod's do: they may wait on fragmented nodes, holding the
 //     quota and the GPUs of the pods already placed (partial gangs), and
@@ -40,7 +47,12 @@ type kueueAdmission struct {
 	// seq breaks ties between Workloads created at the same instant in
 	// creation order.
 	seq int
+	// requeueing: a requeue of the parked Workloads is due.
+	requeueing bool
 }
+
+// kueueRequeueBatch is Kueue v0.17.0's requeueBatchPeriod.
+const kueueRequeueBatch = time.Second
 
 type kueueKey struct {
 	p  *pipeRun
@@ -54,6 +66,9 @@ type kueueWorkload struct {
 	created time.Duration
 	seq     int
 	gpus    float64
+	// parked: tried and found inadmissible; not tried again until the
+	// next requeue.
+	parked bool
 }
 
 func newKueueAdmission(gpus int64) *kueueAdmission {
@@ -90,7 +105,11 @@ func (k *kueueAdmission) admit() []*kueueWorkload {
 	})
 	var out []*kueueWorkload
 	k.pending = slices.DeleteFunc(k.pending, func(w *kueueWorkload) bool {
+		if w.parked {
+			return false
+		}
 		if k.used+w.gpus > k.quota+1e-9 {
+			w.parked = true
 			return false
 		}
 		k.used += w.gpus
@@ -99,6 +118,24 @@ func (k *kueueAdmission) admit() []*kueueWorkload {
 		return true
 	})
 	return out
+}
+
+// unpark makes every parked Workload a candidate again.
+func (k *kueueAdmission) unpark() {
+	k.requeueing = false
+	for _, w := range k.pending {
+		w.parked = false
+	}
+}
+
+// kueueQuotaBack is quota given back: the parked Workloads are requeued
+// one batch period later.
+func (s *simulator) kueueQuotaBack() {
+	if !s.kueue.requeueing {
+		s.kueue.requeueing = true
+		s.push(s.now+kueueRequeueBatch, event{kind: evKueueRequeue})
+	}
+	s.kueueAdmit()
 }
 
 // kueueAdmit admits what fits and creates the admitted Jobs' pods.

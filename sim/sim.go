@@ -103,6 +103,8 @@ const (
 	// evWake runs a cycle at a plan's Recheck: nothing else happens then,
 	// but time alone may change a decision (a preemption, a fence).
 	evWake
+	// evKueueRequeue: PolicyKueue requeues its parked Workloads.
+	evKueueRequeue
 )
 
 type event struct {
@@ -367,6 +369,9 @@ func (s *simulator) handle(now time.Duration, e event) {
 		s.lostNodes = true // the next cycle releases its gangs
 	case evWake:
 		delete(s.wakes, s.now)
+	case evKueueRequeue:
+		s.kueue.unpark()
+		s.kueueAdmit()
 	}
 }
 
@@ -639,7 +644,7 @@ func (s *simulator) withdraw(p *pipeRun, in phases.Instance) {
 			delete(p.pods, in)
 		}
 		if s.kueue != nil && s.kueue.forget(p, in) {
-			s.kueueAdmit()
+			s.kueueQuotaBack()
 		}
 	default:
 		s.st.Withdraw(s.gangKey(p, in))

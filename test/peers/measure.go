@@ -190,6 +190,9 @@ func compute(w workload, arrivals []time.Time, start time.Time, gs map[gangKey]*
 			if k > 0 {
 				starts = append(starts, g.lastRunning.Sub(prevEnd).Seconds())
 			}
+			if os.Getenv("PEERS_DEBUG") != "" {
+				fmt.Fprintf(os.Stderr, "DBG %s %s ready %.1f first %.1f last %.1f ended %.1f\n", p.name, p.phases[k].name, prevEnd.Sub(start).Seconds(), g.firstRunning.Sub(start).Seconds(), g.lastRunning.Sub(start).Seconds(), g.lastEnded.Sub(start).Seconds())
+			}
 			prevEnd = g.lastEnded
 			if spread := g.lastRunning.Sub(g.firstRunning); spread > partialTolerance {
 				f.splitGangs++
