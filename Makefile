@@ -64,8 +64,12 @@ policy: ## Run the policy suite (phasegang simulate --suite): fails where phaseg
 	$(GO) run ./cmd/phasegang simulate --suite --stats
 
 .PHONY: peers
-peers: ## Run the same pipelines through plain pods, Kubernetes' gang API, phasegang and Kueue v0.17.0, each on a fresh local cluster (test/peers; ~30 min, root; not in CI). PEERS_ARGS adds flags.
+peers: ## Run the same pipelines through plain pods, Kubernetes' gang API, phasegang and Kueue v0.17.0, each on a fresh local cluster (test/peers; ~30 min, root; CI runs make peers-ci). PEERS_ARGS adds flags.
 	$(GO) run ./test/peers $(PEERS_ARGS)
+
+.PHONY: peers-ci
+peers-ci: ## The peers' small run CI makes (.ci/run): workload ci through plain, kube-gang, phasegang and Kueue (~4 min, root); fails if phasegang shows a partial gang.
+	$(GO) run ./test/peers -workloads ci -systems plain,kube-gang,phasegang,kueue
 
 .PHONY: bench
 bench: ## Run the benchmarks.
