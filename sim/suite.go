@@ -69,7 +69,8 @@ func suiteTrace(name, shape, file string, clip time.Duration, nodes, gpusPerNode
 // suiteTeamTrace is suiteTrace with the trace's busiest teams (Philly's
 // virtual clusters) as that many tenant queues of equal nominal quota in
 // one cohort (TraceOptions.Teams), reclaiming borrowed quota after grace
-// (nil: at phase boundaries only). The queue target applies.
+// (nil: no preemption spec, so reclaimWithinCohort Never: borrowed quota
+// comes back only as the borrowers' phases end). The queue target applies.
 func suiteTeamTrace(name, shape, file string, nodes, gpusPerNode, teams int, grace *time.Duration) SuiteWorkload {
 	w := suiteTraceWith(name, shape, file, 24*time.Hour, nodes, gpusPerNode, func(o *TraceOptions) {
 		o.Teams, o.ReclaimGrace = teams, grace
@@ -179,7 +180,7 @@ func SuiteWorkloads(seed []byte) []SuiteWorkload {
 		// Tenant queues from the traces' own teams (Philly's virtual
 		// clusters), added before the fence rule for borrowers: slices
 		// already in the suite, shared by their busiest teams.
-		suiteTeamTrace("philly-day51-teams", "day 51's 4 busiest teams as 4 queues in a cohort, reclaim at phase ends, 32×8", "testdata/suite/philly-day51.csv", 32, 8, 4, nil),
+		suiteTeamTrace("philly-day51-teams", "day 51's 4 busiest teams as 4 queues in a cohort, no preemption, 32×8", "testdata/suite/philly-day51.csv", 32, 8, 4, nil),
 		suiteTeamTrace("philly-day28-teams", "day 28's 4 busiest teams as queues, reclaim after 5m, 25×8", "testdata/suite/philly-day28-gangs.csv", 25, 8, 4, new(5*time.Minute)),
 		suiteTeamTrace("philly-day105-teams", "day 105's 3 busiest teams as queues (one mostly 1-GPU), reclaim after 5m, 8×8", "testdata/suite/philly-day105-onegpu.csv", 8, 8, 3, new(5*time.Minute)),
 	}

@@ -47,7 +47,8 @@ type TraceOptions struct {
 	// team-<name>. The other teams' jobs are dropped.
 	Teams int
 	// ReclaimGrace is the queues' reclaimGracePeriod, with
-	// reclaimWithinCohort Any (nil: reclaim at phase boundaries only).
+	// reclaimWithinCohort Any (nil: no preemption spec, reclaimWithinCohort
+	// Never: borrowed quota comes back only as the borrowers' phases end).
 	ReclaimGrace *time.Duration
 }
 

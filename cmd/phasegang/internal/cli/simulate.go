@@ -100,7 +100,7 @@ nodeSelector that no node matches, ...) is refused, with the reason.
 	fl.DurationVar(&f.resizeCost, "resize-cost", 0, "scaling model: the progress an elastic phase loses each time it grows or shrinks while running (its framework's re-rendezvous and checkpoint reload), e.g. 2m (default: the scenario's, else 0); with --suite, for every workload")
 	fl.Float64Var(&f.efficiency, "efficiency-per-doubling", 0, "scaling model: the parallel efficiency an elastic phase keeps each time its workers double, in (0, 1] (1: linear; default: the scenario's scaling, else linear); with --suite, for every workload")
 	fl.IntVar(&f.teams, "teams", 0, "trace: share the cluster between the N busiest teams (Philly's virtual clusters; else jobs dealt out in turn), each a TenantQueue team-NAME of equal nominal quota in one cohort; prints each queue's share of its entitlement")
-	fl.DurationVar(&f.reclaimGrace, "reclaim-grace", 10*time.Minute, "with --teams: the queues' reclaimGracePeriod (reclaimWithinCohort Any); negative: never preempt, reclaim at phase boundaries only")
+	fl.DurationVar(&f.reclaimGrace, "reclaim-grace", 10*time.Minute, "with --teams: the queues' reclaimGracePeriod (reclaimWithinCohort Any); negative: no preemption spec (reclaimWithinCohort Never): borrowed quota comes back only as the borrowers' phases end")
 	fl.StringVar(&f.queueChart, "queue-chart", "", "write each tenant queue's GPUs held and entitled over time to FILE.svg (scenarios with queues); with --compare, one file per policy")
 	fl.StringVar(&f.progress, "progress", "auto", "progress bar on stderr: auto (a terminal, runs over 2s), always, never")
 	return cmd
