@@ -67,7 +67,6 @@ var (
 	phasegangBin  = flag.String("phasegang", "", "phasegang binary (default: go build ./cmd/phasegang)")
 	kueueHome     = flag.String("kueue", "", "Kueue's cache dir (bin/kueue, crd/, webhook/; default: run test/peers/build-kueue.sh)")
 	modelsOnly    = flag.Bool("models-only", false, "start no cluster: print the simulator's models of the systems (phasegang, kueue) on the workloads")
-	overhead      = flag.Duration("phase-overhead", 0, "with -models-only: the time each phase takes on top of its run (a real run gives each model its system's start floor)")
 )
 
 var errUseObserver = errors.New("phase end from the observer")
@@ -94,7 +93,7 @@ func run(ctx context.Context) error {
 	}
 	if *modelsOnly {
 		for _, w := range wls {
-			if err := printModelFigures(w, *overhead); err != nil {
+			if err := printModelFigures(w); err != nil {
 				return err
 			}
 		}

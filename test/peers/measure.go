@@ -162,7 +162,7 @@ type figures struct {
 	// phase's last pod ended): what handing over from one phase to the
 	// next costs this system when nothing waits ahead (the driver
 	// noticing the end, the objects created, admission, binding, kwok
-	// starting the pods). The simulator's models are given it.
+	// starting the pods), printed beside the simulator's models.
 	startFloor float64
 	cpu        map[string]time.Duration // by component
 	writes     map[string]float64       // by resource

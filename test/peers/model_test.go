@@ -12,7 +12,7 @@ func TestModelsRunTheWorkloads(t *testing.T) {
 	for _, name := range []string{"seed", "burst", "frag"} {
 		w := workloads[name]()
 		for system, pol := range modelOf {
-			res, err := sim.Run(scenarioOf(w, 0), sim.Options{Policy: pol})
+			res, err := sim.Run(scenarioOf(w), sim.Options{Policy: pol})
 			if err != nil {
 				t.Fatalf("%s as %s: %v", name, pol, err)
 			}
@@ -27,7 +27,7 @@ func TestModelsRunTheWorkloads(t *testing.T) {
 // one it does not.
 func TestCheckModels(t *testing.T) {
 	w := seedWorkload()
-	res, err := sim.Run(scenarioOf(w, 0), sim.Options{Policy: sim.PolicyKueue})
+	res, err := sim.Run(scenarioOf(w), sim.Options{Policy: sim.PolicyKueue})
 	if err != nil {
 		t.Fatal(err)
 	}
