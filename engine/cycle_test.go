@@ -339,3 +339,19 @@ func TestBackoffHoldsRequest(t *testing.T) {
 		t.Fatalf("want reserve after backoff, got %+v", plan)
 	}
 }
+
+// A one-node gang goes to the snuggest node (best fit), or with Spread
+// (kube-scheduler's LeastAllocated, for the simulator's kueue pods) to
+// the roomiest.
+func TestSpreadTakesTheRoomiestNode(t *testing.T) {
+	nodes := []engine.Node{wrappers.EngineNode("a", 8), wrappers.EngineNode("b", 8)}
+	ledger := []engine.Grant{wrappers.Grant(wrappers.Gang("half", 4, 4, 0), wrappers.Repeat("a", 4))}
+	for spread, want := range map[bool]string{false: "a", true: "b"} {
+		pod := wrappers.Gang("pod", 1, 1, 1)
+		pod.Spread = spread
+		plan := engine.Schedule(engine.DefaultConfig(), engine.Snapshot{Now: Epoch, Nodes: nodes, Ledger: ledger, Queue: []engine.Request{pod}})
+		if len(plan.Reserves) != 1 || plan.Reserves[0].Workers[0].Node != want {
+			t.Errorf("spread %v: reserved %+v, want node %s", spread, plan.Reserves, want)
+		}
+	}
+}

@@ -59,7 +59,7 @@ func (s *State) place(gr *gangReq, c *nodeClass, want, atLeast int32, fenced []b
 		k := min(room, limit)
 		caps = append(caps, int32(k))
 		total += k
-		if room >= limit && (best < 0 || room < bestCap) {
+		if room >= limit && (best < 0 || snugger(room, bestCap, gr.req.Spread)) {
 			best, bestCap = pos, room
 		}
 	}
@@ -89,6 +89,16 @@ func (s *State) place(gr *gangReq, c *nodeClass, want, atLeast int32, fenced []b
 		p.nodes = s.packLargestFirst(c, caps, n, p.nodes)
 	}
 	return p
+}
+
+// snugger reports whether a node with room r beats the best so far, of
+// room best, for a gang one node can hold: the smaller room (best fit),
+// or with spread (Request.Spread) the larger.
+func snugger(r, best int64, spread bool) bool {
+	if spread {
+		return r > best
+	}
+	return r < best
 }
 
 // packLargestFirst places n workers when no single node holds them all:

@@ -141,6 +141,12 @@ type Request struct {
 	Queue string
 	// Topology places the gang by domain; nil: topology plays no part.
 	Topology *Topology
+	// Spread puts a gang that one node can hold on the node with the
+	// MOST room rather than the least (best fit): kube-scheduler's
+	// default LeastAllocated scoring. phasegang never sets it; the
+	// simulator's kueue policy does for the pods kube-scheduler places
+	// one at a time once Kueue admits a Job.
+	Spread bool
 }
 
 // Grant is a reservation in the ledger: the nodes of a gang's workers.
