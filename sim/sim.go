@@ -46,9 +46,10 @@ const (
 	// phase a batch/v1 Job created when the previous phase ends, queued
 	// as a Workload at its own creation time (not its pipeline's),
 	// admitted BestEffortFIFO (priority, then creation; a Job that does
-	// not fit is passed, never waited for) against one ClusterQueue whose
-	// quota is the cluster's GPUs, on quota alone; its pods then go to
-	// kube-scheduler one at a time, as per-pod's do (kueue.go).
+	// not fit is parked until Kueue's next requeue batch, never waited
+	// for) against one ClusterQueue whose quota is the cluster's GPUs, on
+	// quota alone; its pods then go to kube-scheduler one at a time, each
+	// on the node with the most room.
 	PolicyKueue Policy = "kueue"
 )
 

@@ -157,16 +157,16 @@ type figures struct {
 	makespan, jctAvg, jctP99, queued float64 // seconds
 	partialSecs, waitGPUSecs         float64
 	splitGangs                       int
-	// startFloor is the 10th percentile over every phase after a
+	// handover is the 10th percentile over every phase after a
 	// pipeline's first of (its last worker Running − its previous
 	// phase's last pod ended): what handing over from one phase to the
 	// next costs this system when nothing waits ahead (the driver
 	// noticing the end, the objects created, admission, binding, kwok
 	// starting the pods), printed beside the simulator's models.
-	startFloor float64
-	cpu        map[string]time.Duration // by component
-	writes     map[string]float64       // by resource
-	note       string
+	handover float64
+	cpu      map[string]time.Duration // by component
+	writes   map[string]float64       // by resource
+	note     string
 }
 
 // partialTolerance: kwok sets a bound gang's pods Running one status
@@ -190,9 +190,6 @@ func compute(w workload, arrivals []time.Time, start time.Time, gs map[gangKey]*
 			if k > 0 {
 				starts = append(starts, g.lastRunning.Sub(prevEnd).Seconds())
 			}
-			if os.Getenv("PEERS_DEBUG") != "" {
-				fmt.Fprintf(os.Stderr, "DBG %s %s ready %.1f first %.1f last %.1f ended %.1f\n", p.name, p.phases[k].name, prevEnd.Sub(start).Seconds(), g.firstRunning.Sub(start).Seconds(), g.lastRunning.Sub(start).Seconds(), g.lastEnded.Sub(start).Seconds())
-			}
 			prevEnd = g.lastEnded
 			if spread := g.lastRunning.Sub(g.firstRunning); spread > partialTolerance {
 				f.splitGangs++
@@ -211,7 +208,7 @@ func compute(w workload, arrivals []time.Time, start time.Time, gs map[gangKey]*
 	f.makespan = end.Sub(start).Seconds()
 	f.jctAvg, f.jctP99 = mean(jcts), quantile(jcts, 0.99)
 	f.queued = mean(queued)
-	f.startFloor = quantile(starts, 0.10)
+	f.handover = quantile(starts, 0.10)
 	return f, nil
 }
 

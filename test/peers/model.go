@@ -61,7 +61,7 @@ type modelRow struct {
 }
 
 // checkModels simulates each system of fs that has a model. A model is
-// the policy alone: no latency. The real system's handover (startFloor:
+// the policy alone: no latency. The real system's handover (figures.handover:
 // the driver noticing a phase's end, creating objects, admission,
 // binding, kwok starting the pods) is printed beside it, not modelled:
 // tried as a gap before each later phase or as time added to each
@@ -77,7 +77,7 @@ func checkModels(w workload, fs []figures) ([]modelRow, error) {
 		if !ok {
 			continue
 		}
-		handover := time.Duration(f.startFloor * float64(time.Second)).Round(100 * time.Millisecond)
+		handover := time.Duration(f.handover * float64(time.Second)).Round(100 * time.Millisecond)
 		res, err := sim.Run(scenarioOf(w), sim.Options{Policy: pol})
 		if err != nil {
 			return nil, fmt.Errorf("simulating %s as %s: %w", w.name, pol, err)
