@@ -134,7 +134,11 @@ func (s *volcanoSystem) start(ctx context.Context, c *cluster, w workload) (map[
 		if time.Now().After(deadline) {
 			return nil, fmt.Errorf("Volcano's queue %q not Open after 90 s (logs in %s)", vcQueue, c.art)
 		}
-		time.Sleep(300 * time.Millisecond)
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(300 * time.Millisecond):
+		}
 	}
 	// The driver's view of vcjobs: a watch, as a user's script would have.
 	f := dynamicinformer.NewFilteredDynamicSharedInformerFactory(dyn, 0, runNamespace, nil)
