@@ -113,8 +113,16 @@ func run(ctx context.Context) error {
 			return fmt.Errorf("unknown system %q (have %s)", n, strings.Join(allSystems, ","))
 		}
 	}
+	if flag.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments %q (flags take one value each)", flag.Args())
+	}
 	if slices.Contains(names, "volcano") && *volcanoHome == "" && *volcanoSrc == "" {
 		return errNoVolcanoSrc
+	}
+	if slices.Contains(names, "volcano") && *volcanoHome != "" {
+		if err := checkVolcanoHome(*volcanoHome); err != nil {
+			return err
+		}
 	}
 	work, err := os.MkdirTemp("", "phasegang-peers-")
 	if err != nil {

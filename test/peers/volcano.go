@@ -177,6 +177,16 @@ func (s *volcanoSystem) start(ctx context.Context, c *cluster, w workload) (map[
 	return pids, nil
 }
 
+// checkVolcanoHome says what a Volcano cache dir lacks, if anything.
+func checkVolcanoHome(home string) error {
+	for _, f := range []string{"bin/vc-scheduler", "bin/vc-controller-manager", "volcano-scheduler.conf", "crd", "crd-jobflow"} {
+		if _, err := os.Stat(filepath.Join(home, f)); err != nil {
+			return fmt.Errorf("%s is not a Volcano cache dir of test/peers/build-volcano.sh: %w", home, err)
+		}
+	}
+	return nil
+}
+
 func startVolcanoProc(c *cluster, name, bin string, args []string) (*volcanoProc, error) {
 	log, err := os.Create(c.artifact(name + ".log"))
 	if err != nil {
