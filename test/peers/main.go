@@ -20,10 +20,15 @@
 //	kueue      Kueue v0.17.0 (test/peers/build-kueue.sh) out of cluster; each
 //	           phase a batch/v1 Job (parallelism = completions = gang size)
 //	           in a LocalQueue, the next created when the previous completes
+//	volcano    Volcano v1.15.1 (test/peers/build-volcano.sh, from its source:
+//	           -volcano-src DIR; not in the default -systems) out of cluster;
+//	           each phase a batch.volcano.sh Job of one task (replicas =
+//	           minAvailable = gang size), the next created when the previous
+//	           is Completed
 //
 // CPU is counted per process id of this cluster's components (etcd,
 // kube-apiserver, kube-controller-manager, kube-scheduler, kwok, and the
-// system's own process), writes from kube-apiserver's
+// system's own processes), writes from kube-apiserver's
 // apiserver_request_total, both diffed around the run; the harness itself
 // (the load generator and driver) is not counted.
 package main
@@ -60,14 +65,26 @@ import (
 )
 
 var (
-	systemsFlag   = flag.String("systems", "plain,kube-gang,phasegang,kueue", "systems to run, in order: plain, kube-gang, phasegang, kueue")
+	systemsFlag   = flag.String("systems", "plain,kube-gang,phasegang,kueue", "systems to run, in order: plain, kube-gang, phasegang, kueue, volcano (not by default: needs -volcano-src)")
 	workloadsFlag = flag.String("workloads", "seed,burst,frag", "workloads to run: "+workloadNames())
 	timeout       = flag.Duration("timeout", 15*time.Minute, "longest a run may take")
 	keepLogs      = flag.Bool("keep-logs", false, "keep each cluster's logs and the systems' logs")
 	phasegangBin  = flag.String("phasegang", "", "phasegang binary (default: go build ./cmd/phasegang)")
 	kueueHome     = flag.String("kueue", "", "Kueue's cache dir (bin/kueue, crd/, webhook/; default: run test/peers/build-kueue.sh)")
 	modelsOnly    = flag.Bool("models-only", false, "start no cluster: print the simulator's models of the systems (phasegang, kueue) on the workloads")
+	volcanoHome   = flag.String("volcano", "", "Volcano's cache dir (bin/vc-scheduler, bin/vc-controller-manager, crd/, crd-jobflow/, volcano-scheduler.conf; default: run test/peers/build-volcano.sh on -volcano-src)")
+	volcanoSrc    = flag.String("volcano-src", os.Getenv("PHASEGANG_VOLCANO_SRC"), "Volcano's source tree, tag v1.15.1 (env PHASEGANG_VOLCANO_SRC); needed for -systems volcano unless -volcano is given")
+	volcanoV      = flag.Int("volcano-v", 0, "klog verbosity of vc-scheduler and vc-controller-manager (the chart: 3 and 4)")
 )
+
+// allSystems are the systems the harness knows; volcano is not in the
+// default -systems (its source is not served by the module proxy).
+var allSystems = []string{"plain", "kube-gang", "phasegang", "kueue", "volcano"}
+
+// errNoVolcanoSrc says how to get Volcano's source.
+var errNoVolcanoSrc = errors.New("-systems volcano needs Volcano's source, which the Go module proxy does not serve: " +
+	"export volcano-sh/volcano tag v1.15.1 from a clone (git --git-dir=VOLCANO.git archive v1.15.1 | tar x -C DIR) " +
+	"and pass -volcano-src DIR (or PHASEGANG_VOLCANO_SRC=DIR), or pass -volcano CACHE_DIR of a build by test/peers/build-volcano.sh")
 
 var errUseObserver = errors.New("phase end from the observer")
 
@@ -101,8 +118,19 @@ func run(ctx context.Context) error {
 	}
 	names := strings.Split(*systemsFlag, ",")
 	for _, n := range names {
-		if !slices.Contains([]string{"plain", "kube-gang", "phasegang", "kueue"}, n) {
-			return fmt.Errorf("unknown system %q", n)
+		if !slices.Contains(allSystems, n) {
+			return fmt.Errorf("unknown system %q (have %s)", n, strings.Join(allSystems, ","))
+		}
+	}
+	if flag.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments %q (flags take one value each)", flag.Args())
+	}
+	if slices.Contains(names, "volcano") && *volcanoHome == "" && *volcanoSrc == "" {
+		return errNoVolcanoSrc
+	}
+	if slices.Contains(names, "volcano") && *volcanoHome != "" {
+		if err := checkVolcanoHome(*volcanoHome); err != nil {
+			return err
 		}
 	}
 	work, err := os.MkdirTemp("", "phasegang-peers-")
@@ -123,6 +151,16 @@ func run(ctx context.Context) error {
 		lines := strings.Split(strings.TrimSpace(string(out)), "\n")
 		*kueueHome = filepath.Dir(lines[len(lines)-1])
 	}
+	if slices.Contains(names, "volcano") && *volcanoHome == "" {
+		cmd := exec.Command("bash", "test/peers/build-volcano.sh", *volcanoSrc)
+		cmd.Stderr = os.Stderr
+		out, err := cmd.Output()
+		if err != nil {
+			return fmt.Errorf("building Volcano (test/peers/build-volcano.sh %s): %w", *volcanoSrc, err)
+		}
+		lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+		*volcanoHome = filepath.Dir(lines[len(lines)-1])
+	}
 	for _, w := range wls {
 		var all []figures
 		for _, n := range names {
@@ -136,6 +174,8 @@ func run(ctx context.Context) error {
 				s = &phasegangSystem{binary: *phasegangBin}
 			case "kueue":
 				s = &kueueSystem{home: *kueueHome}
+			case "volcano":
+				s = &volcanoSystem{home: *volcanoHome, v: *volcanoV}
 			}
 			fmt.Fprintf(os.Stderr, "peers: %s on %s (%d nodes × %d GPUs, %d pipelines, %d pods)...\n", n, w.name, w.nodes, w.gpusPerNode, len(w.pipelines), w.pods())
 			f, err := runOne(ctx, s, w, work)
