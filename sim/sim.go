@@ -51,6 +51,13 @@ const (
 	// quota alone; its pods then go to kube-scheduler one at a time, each
 	// on the node with the most room.
 	PolicyKueue Policy = "kueue"
+	// PolicyVolcano models Volcano as test/peers drives it (volcano.go):
+	// each phase a vcjob created when the previous phase ends, a rigid
+	// gang (minAvailable = its size) ordered by its own creation time;
+	// vc-scheduler's allocate places every waiting gang that fits, oldest
+	// first, and waits for none (no reservation for a gang that does
+	// not fit).
+	PolicyVolcano Policy = "volcano"
 )
 
 // Policies lists every policy, phasegang first.
@@ -58,7 +65,7 @@ var Policies = []Policy{PolicyPhasegang, PolicyPerPod, PolicyWholeJob, PolicyRig
 
 // PeerPolicies model a peer as the peer harness (test/peers) runs it;
 // they are not baselines of the suite.
-var PeerPolicies = []Policy{PolicyKueue}
+var PeerPolicies = []Policy{PolicyKueue, PolicyVolcano}
 
 // ParsePolicy checks a policy name.
 func ParsePolicy(s string) (Policy, error) {
@@ -218,7 +225,7 @@ func Run(sc *Scenario, opts Options) (*Result, error) {
 		cfg = *opts.Engine
 	}
 	cfg.SkipWaiting = true
-	if opts.Policy == PolicyPerPod || opts.Policy == PolicyKueue {
+	if opts.Policy == PolicyPerPod || opts.Policy == PolicyKueue || opts.Policy == PolicyVolcano {
 		// One pod at a time, first come first served, and a pod that does
 		// not fit never holds back the pods behind it.
 		cfg.StarvationBound = time.Duration(1<<63 - 1)
@@ -515,6 +522,10 @@ func (s *simulator) enqueue(p *pipeRun, in phases.Instance, req engine.Request) 
 	case PolicyKueue:
 		s.kueue.queue(p, in, req, s.now)
 		s.kueueAdmit()
+	case PolicyVolcano:
+		req.Min = req.Desired
+		req.Created = Epoch.Add(s.now)
+		s.st.Submit(req)
 	case PolicyWholeJob:
 		if p.hold.granted {
 			s.startOnHold(p, in)

@@ -23,6 +23,7 @@ import (
 var modelOf = map[string]sim.Policy{
 	"phasegang": sim.PolicyPhasegang,
 	"kueue":     sim.PolicyKueue,
+	"volcano":   sim.PolicyVolcano,
 }
 
 // modelTolerance is how far a model's makespan and average JCT may be
@@ -117,7 +118,7 @@ func printModels(w workload, rows []modelRow) {
 // printModelFigures prints every model's figures on w, with no real run.
 func printModelFigures(w workload) error {
 	fmt.Printf("\n%s:\n\n| system | model policy | makespan (s) | JCT avg (s) | JCT p99 (s) |\n|---|---|---|---|---|\n", w.name)
-	for _, system := range []string{"phasegang", "kueue"} {
+	for _, system := range []string{"phasegang", "kueue", "volcano"} {
 		res, err := sim.Run(scenarioOf(w), sim.Options{Policy: modelOf[system]})
 		if err != nil {
 			return fmt.Errorf("simulating %s as %s: %w", w.name, modelOf[system], err)

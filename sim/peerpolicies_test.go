@@ -96,3 +96,21 @@ func equalFinish(got, want map[string]time.Duration) bool {
 	}
 	return true
 }
+
+// The volcano policy runs each phase as a rigid gang ordered by its own
+// creation: when a's train ends at 10m, b's train (created at 1m) takes
+// the whole node before a's validate (created at 10m) or c (2m, 4 GPUs,
+// which does not fit beside b); both go at 20m.
+func TestVolcanoOrdersPhasesByTheirOwnCreation(t *testing.T) {
+	sc, err := LoadScenario([]byte(kueueScenario))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]time.Duration{}
+	for _, r := range run(t, sc, PolicyVolcano).Pipelines {
+		got[r.Name] = r.Finish
+	}
+	if want := map[string]time.Duration{"default/a": 30 * time.Minute, "default/b": 20 * time.Minute, "default/c": 25 * time.Minute}; !equalFinish(got, want) {
+		t.Errorf("volcano finishes %v, want %v", got, want)
+	}
+}
