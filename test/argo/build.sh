@@ -15,6 +15,7 @@
 #   PHASEGANG_ARGO_CACHE  cache root (default ${XDG_CACHE_HOME:-$HOME/.cache}/phasegang)
 #   PHASEGANG_BUILD_LOG   build log path (default <cache>/argo-<hash>/build.log)
 set -euo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/cachelock.sh"
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # Bump when the build recipe below changes (flags, package list).
@@ -26,7 +27,7 @@ PKGS=(
 BINARIES=(workflow-controller argoexec)
 
 command -v go >/dev/null || { echo "build.sh: 'go' not found in PATH" >&2; exit 1; }
-command -v flock >/dev/null || { echo "build.sh: 'flock' (util-linux) not found in PATH" >&2; exit 1; }
+need_flock build.sh
 
 export GOWORK=off
 hash=$( { cat "$here/go.mod" "$here/go.sum"
@@ -60,11 +61,7 @@ copy_crds() {
 }
 
 if ! have_all; then
-  exec 9>"$base/.lock"
-  if ! flock -n 9; then
-    echo "build.sh: another build of $base is running; waiting for it (lock $base/.lock)" >&2
-    flock 9
-  fi
+  lock_cache "$base" 9 build.sh
   if ! have_bins; then
     log=${PHASEGANG_BUILD_LOG:-$base/build.log}
     tmp="$base/bin.tmp.$$"

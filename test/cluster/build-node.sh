@@ -18,6 +18,8 @@
 #
 # Env: PHASEGANG_K8S_CACHE   cache root (default ${XDG_CACHE_HOME:-$HOME/.cache}/phasegang)
 set -euo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/cachelock.sh"
+need_flock build-node.sh
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 repo=$(cd "$here/../.." && pwd)
@@ -42,8 +44,7 @@ base=$cache_root/node-$hash
 mkdir -p "$base"
 have_bins() { [[ -x "$base/bin/kubelet" && -x "$base/bin/coredns" && -x "$base/bin/deviceplugin" ]]; }
 if ! have_bins; then
-  exec 9>"$base/.lock"
-  flock 9
+  lock_cache "$base" 9 build-node.sh
   if ! have_bins; then
     log=$base/build.log
     tmp=$base/bin.tmp.$$
@@ -77,8 +78,7 @@ ihash=$( { cd "$repo"; cat test/realnode/*/*.go hack/image/*.go hack/image/go.mo
 images=$cache_root/images-$ihash
 if [[ ! -s "$images/trainer.tar" || ! -s "$images/pause.tar" ]]; then
   mkdir -p "$images"
-  exec 8>"$images/.lock"
-  flock 8
+  lock_cache "$images" 8 build-node.sh
   if [[ ! -s "$images/trainer.tar" || ! -s "$images/pause.tar" ]]; then
     for prog in pause trainer; do
       (cd "$repo" && CGO_ENABLED=0 GOOS=linux go build -trimpath -ldflags '-s -w' -o "$images/$prog" "./test/realnode/$prog")

@@ -15,6 +15,8 @@
 #
 # Env: PHASEGANG_K8S_CACHE   cache root (default ${XDG_CACHE_HOME:-$HOME/.cache}/phasegang)
 set -euo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/cachelock.sh"
+need_flock build-torch.sh
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 repo=$(cd "$here/../.." && pwd)
@@ -33,8 +35,7 @@ base=$cache_root/torch-$hash
 out=$base/torch.tar
 if [[ ! -s "$out" ]]; then
   mkdir -p "$base"
-  exec 9>"$base/.lock"
-  flock 9
+  lock_cache "$base" 9 build-torch.sh
   if [[ ! -s "$out" ]]; then
     start=$(date +%s)
     echo "build-torch.sh: mmdebstrap bookworm + $PACKAGES $version (log $base/build.log)" >&2

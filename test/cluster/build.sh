@@ -13,6 +13,7 @@
 #   PHASEGANG_K8S_CACHE   cache root (default ${XDG_CACHE_HOME:-$HOME/.cache}/phasegang)
 #   PHASEGANG_BUILD_LOG   build log path (default <cache>/k8s-<hash>/build.log)
 set -euo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/cachelock.sh"
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 tools=$(cd "$here/../tools" && pwd)
@@ -21,7 +22,7 @@ BINARIES=(etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kwo
 RECIPE=1
 
 command -v go >/dev/null || { echo "build.sh: 'go' not found in PATH" >&2; exit 1; }
-command -v flock >/dev/null || { echo "build.sh: 'flock' (util-linux) not found in PATH" >&2; exit 1; }
+need_flock build.sh
 
 export GOWORK=off
 kube_version=$(awk '$1=="k8s.io/kubernetes"{print $2; exit}' "$tools/go.mod")
@@ -72,11 +73,7 @@ bins_ok() {
 }
 
 if ! have_all; then
-  exec 9>"$base/.lock"
-  if ! flock -n 9; then
-    echo "build.sh: another build of $base is running; waiting for it (lock $base/.lock)" >&2
-    flock 9
-  fi
+  lock_cache "$base" 9 build.sh
   if ! bins_ok; then
     log=${PHASEGANG_BUILD_LOG:-$base/build.log}
     tmp="$base/bin.tmp.$$"

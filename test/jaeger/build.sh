@@ -12,6 +12,7 @@
 #   PHASEGANG_JAEGER_CACHE  cache root (default ${XDG_CACHE_HOME:-$HOME/.cache}/phasegang)
 #   PHASEGANG_BUILD_LOG     build log path (default <cache>/jaeger-<hash>/build.log)
 set -euo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/cachelock.sh"
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # Bump when the build recipe below changes (flags, package).
@@ -19,7 +20,7 @@ RECIPE=1
 PKG=github.com/jaegertracing/jaeger/cmd/jaeger
 
 command -v go >/dev/null || { echo "build.sh: 'go' not found in PATH" >&2; exit 1; }
-command -v flock >/dev/null || { echo "build.sh: 'flock' (util-linux) not found in PATH" >&2; exit 1; }
+need_flock build.sh
 
 export GOWORK=off
 hash=$( { cat "$here/go.mod" "$here/go.sum"
@@ -31,11 +32,7 @@ bin="$base/bin/jaeger"
 mkdir -p "$base"
 
 if [[ ! -x "$bin" ]]; then
-  exec 9>"$base/.lock"
-  if ! flock -n 9; then
-    echo "build.sh: another build of $base is running; waiting for it (lock $base/.lock)" >&2
-    flock 9
-  fi
+  lock_cache "$base" 9 build.sh
   if [[ ! -x "$bin" ]]; then
     log=${PHASEGANG_BUILD_LOG:-$base/build.log}
     tmp="$base/bin.tmp.$$"

@@ -13,13 +13,14 @@
 #   PHASEGANG_KUEUE_CACHE  cache root (default ${XDG_CACHE_HOME:-$HOME/.cache}/phasegang)
 #   PHASEGANG_BUILD_LOG    build log path (default <cache>/kueue-<version>/build.log)
 set -euo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/cachelock.sh"
 
 VERSION=${KUEUE_VERSION:-v0.17.0}
 MOD=sigs.k8s.io/kueue
 PKG=$MOD/cmd/kueue
 
 command -v go >/dev/null || { echo "build-kueue.sh: 'go' not found in PATH" >&2; exit 1; }
-command -v flock >/dev/null || { echo "build-kueue.sh: 'flock' (util-linux) not found in PATH" >&2; exit 1; }
+need_flock build-kueue.sh
 
 export GOWORK=off GOFLAGS=-mod=mod
 cache_root=${PHASEGANG_KUEUE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/phasegang}
@@ -32,11 +33,7 @@ have_all() {
 }
 
 if ! have_all; then
-  exec 9>"$base/.lock"
-  if ! flock -n 9; then
-    echo "build-kueue.sh: another build of $base is running; waiting for it (lock $base/.lock)" >&2
-    flock 9
-  fi
+  lock_cache "$base" 9 build-kueue.sh
   if [[ ! -x "$bin/kueue" ]]; then
     log=${PHASEGANG_BUILD_LOG:-$base/build.log}
     tmp="$base/bin.tmp.$$"

@@ -24,13 +24,14 @@
 #   PHASEGANG_VOLCANO_CACHE  cache root (default ${XDG_CACHE_HOME:-$HOME/.cache}/phasegang)
 #   PHASEGANG_BUILD_LOG      build log path (default <cache>/volcano-<version>/build.log)
 set -euo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/cachelock.sh"
 
 src=${1:-}
 [[ -n "$src" ]] || { echo "usage: build-volcano.sh SRC_DIR (a volcano-sh/volcano source tree, tag v1.15.1)" >&2; exit 2; }
 VERSION=${VOLCANO_VERSION:-v1.15.1}
 
 command -v go >/dev/null || { echo "build-volcano.sh: 'go' not found in PATH" >&2; exit 1; }
-command -v flock >/dev/null || { echo "build-volcano.sh: 'flock' (util-linux) not found in PATH" >&2; exit 1; }
+need_flock build-volcano.sh
 
 cache_root=${PHASEGANG_VOLCANO_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/phasegang}
 base="$cache_root/volcano-$VERSION"
@@ -52,11 +53,7 @@ if [[ ! -d "$src" ]] || ! grep -q '^module volcano.sh/volcano$' "$src/go.mod" 2>
 fi
 src=$(cd "$src" && pwd)
 mkdir -p "$base"
-exec 9>"$base/.lock"
-if ! flock -n 9; then
-  echo "build-volcano.sh: another build of $base is running; waiting for it (lock $base/.lock)" >&2
-  flock 9
-fi
+lock_cache "$base" 9 build-volcano.sh
 if [[ ! -x "$bin/vc-scheduler" || ! -x "$bin/vc-controller-manager" ]]; then
   log=${PHASEGANG_BUILD_LOG:-$base/build.log}
   tmp="$base/bin.tmp.$$"
