@@ -113,12 +113,7 @@ func TestPreemptFreesOneDomain(t *testing.T) {
 			s.Submit(b)
 			now := Epoch.Add(15 * time.Minute)
 			plan := s.Cycle(now)
-			if got := preempted(plan); got != tc.wantPreempted {
-				t.Fatalf("preempted %q, want %q; waiting %+v", got, tc.wantPreempted, plan.Waiting)
-			}
-			if got := shrinks(plan); got != tc.wantShrunk {
-				t.Fatalf("shrunk %q, want %q", got, tc.wantShrunk)
-			}
+			mustTake(t, plan, tc.wantPreempted, tc.wantShrunk)
 			if tc.wantRack == "" {
 				if len(plan.Releases) != 0 || len(plan.Shrinks) != 0 {
 					t.Fatalf("released %+v, shrunk %+v: want nothing taken", plan.Releases, plan.Shrinks)

@@ -36,6 +36,18 @@ func shrinks(plan engine.Plan) string {
 	return strings.Join(got, ",")
 }
 
+// mustTake stops the test unless plan preempts exactly wantPreempted
+// and shrinks exactly wantShrunk (preempted's and shrinks' forms).
+func mustTake(t *testing.T, plan engine.Plan, wantPreempted, wantShrunk string) {
+	t.Helper()
+	if got := preempted(plan); got != wantPreempted {
+		t.Fatalf("preempted %q, want %q; preemptions %+v, waiting %+v", got, wantPreempted, plan.Preemptions, plan.Waiting)
+	}
+	if got := shrinks(plan); got != wantShrunk {
+		t.Fatalf("shrunk %q, want %q", got, wantShrunk)
+	}
+}
+
 func TestPreemptReclaimsPastGrace(t *testing.T) {
 	nodes := []engine.Node{wrappers.EngineNode("a", 8), wrappers.EngineNode("b", 8)}
 	// team-a holds all 16 GPUs: 8 of its own and 8 borrowed of team-b.
@@ -123,12 +135,7 @@ func TestPreemptReclaimsPastGrace(t *testing.T) {
 			s.Submit(w)
 			now := Epoch.Add(tc.now)
 			plan := s.Cycle(now)
-			if got := preempted(plan); got != tc.wantPreempted {
-				t.Fatalf("preempted %q, want %q", got, tc.wantPreempted)
-			}
-			if got := shrinks(plan); got != tc.wantShrunk {
-				t.Fatalf("shrunk %q, want %q", got, tc.wantShrunk)
-			}
+			mustTake(t, plan, tc.wantPreempted, tc.wantShrunk)
 			for _, p := range plan.Preemptions {
 				i := slices.IndexFunc(plan.Releases, func(r engine.Release) bool { return r.Gang == p.Gang })
 				if i < 0 || plan.Releases[i].Reason != engine.ReleasePreempted || plan.Releases[i].Message != p.Message {
@@ -256,12 +263,7 @@ func TestPreemptWithinQueue(t *testing.T) {
 			s.Submit(w)
 			now := Epoch.Add(15 * time.Minute)
 			plan := s.Cycle(now)
-			if got := preempted(plan); got != tc.wantPreempted {
-				t.Fatalf("preempted %q, want %q; waiting %+v", got, tc.wantPreempted, plan.Waiting)
-			}
-			if got := shrinks(plan); got != tc.wantShrunk {
-				t.Fatalf("shrunk %q, want %q", got, tc.wantShrunk)
-			}
+			mustTake(t, plan, tc.wantPreempted, tc.wantShrunk)
 			if tc.wantPreempted == "" && tc.wantShrunk == "" {
 				if len(plan.Releases) != 0 {
 					t.Fatalf("released %+v", plan.Releases)
