@@ -42,8 +42,12 @@ import (
 // long a gang waits for quota the queue's own gangs hold: past it, the
 // queue's gangs of lower priority (Any: also of equal priority and a
 // younger pipeline) give it back the same way, surplus first, then the
-// fewest whole gangs. Only the queue's own use is preempted for: a gang
-// kept out by the cohort's borrowing is reclaimWithinCohort's part.
+// fewest whole gangs. A gang that fits within its queue's nominal quota
+// only once those are gone, and is also kept out by the cohort's
+// borrowing, is reclaim's: its candidates are the borrowers and the
+// queue's own gangs the policy allows, together (borrowerOrLower, as
+// Kueue does); within-queue preemption alone frees only the queue's own
+// use.
 //
 // Both count only quota the waiting gang can keep (keptLeft): its
 // queue's nominal less what the cohort's other queues use beyond theirs,
@@ -141,7 +145,7 @@ func (s *State) preempt(plan *Plan, now time.Time, rc reclaims) map[int]bool {
 		if r.gr.removed || grace == nil || now.Sub(r.gr.req.Queued) < *grace {
 			continue // admitted this cycle, or within its grace period
 		}
-		if short := s.preemptFor(plan, now, r.gr, r.qs, reservedNow(), s.cohortBorrower(r.gr, r.qs)); len(short) > 0 {
+		if short := s.preemptFor(plan, now, r.gr, r.qs, reservedNow(), s.borrowerOrLower(r.gr, r.qs)); len(short) > 0 {
 			freedFor(r.qs)
 			r.gr.nominated = true
 		}
@@ -266,20 +270,14 @@ func (s *State) cohortBorrower(gr *gangReq, qs *queueState) victimFilter {
 }
 
 // lowerInQueue: a grant of qs itself, holding a resource gr is short of,
-// of lower priority than gr (withinQueue LowerPriority), or also of equal
-// priority and a younger pipeline (Any). Never an older gang of equal
-// priority: queue order puts it ahead of gr, and preempting it would
-// only swap who waits.
+// that qs's withinQueue policy lets gr preempt (withinQueueAllows).
 func (s *State) lowerInQueue(gr *gangReq, qs *queueState) victimFilter {
 	return victimFilter{
 		ok: func(g *grantState, vc *queueCharge, short map[ResourceName]bool) bool {
 			if vc.q != s.queueIdx[qs.q.Name] {
 				return false
 			}
-			switch {
-			case g.req.Priority < gr.req.Priority:
-			case qs.q.WithinQueue == ReclaimAny && g.req.Priority == gr.req.Priority && compareQueue(&gr.req, &g.req) < 0:
-			default:
+			if !withinQueueAllows(qs.q.WithinQueue, &gr.req, &g.req) {
 				return false
 			}
 			for j, n := range qs.names {
@@ -653,4 +651,44 @@ func (s *State) withinQueueMessage(g *grantState, gr *gangReq, qs *queueState, s
 	return fmt.Sprintf("preempted within queue %s (withinQueue %s) for %s, %s, which waited %s for the queue's quota (reclaimGracePeriod %s)%s",
 		qs.q.Name, qs.q.WithinQueue, gr.req.Gang.Pipeline+"/"+gr.req.Gang.Phase, why,
 		now.Sub(gr.req.Queued).Round(time.Second), *qs.q.ReclaimGrace, held)
+}
+
+// withinQueueAllows reports whether a withinQueue policy lets gang w
+// preempt gang g of its own queue: g is of lower priority (LowerPriority),
+// or also of equal priority and a younger pipeline (Any). Never an older
+// gang of equal priority: queue order puts it ahead of w, and preempting
+// it would only swap who waits.
+func withinQueueAllows(policy ReclaimPolicy, w, g *Request) bool {
+	switch policy {
+	case ReclaimLowerPriority:
+		return g.Priority < w.Priority
+	case ReclaimAny:
+		return g.Priority < w.Priority || (g.Priority == w.Priority && compareQueue(w, g) < 0)
+	}
+	return false
+}
+
+// borrowerOrLower is reclaim's filter: the cohort's borrowers and, if
+// qs's withinQueue policy preempts, its own gangs that policy allows, as
+// candidates of one preemption. Kueue's preemption takes both kinds
+// together; taken apart, neither fires when the cohort is full and the
+// queue's own lower-priority gangs hold part of its nominal quota
+// (TestPreemptWithinQueueAndCohortTogether).
+func (s *State) borrowerOrLower(gr *gangReq, qs *queueState) victimFilter {
+	b := s.cohortBorrower(gr, qs)
+	if qs.q.WithinQueue == "" || qs.q.WithinQueue == ReclaimNever {
+		return b
+	}
+	l := s.lowerInQueue(gr, qs)
+	return victimFilter{
+		ok: func(g *grantState, vc *queueCharge, short map[ResourceName]bool) bool {
+			return b.ok(g, vc, short) || l.ok(g, vc, short)
+		},
+		message: func(g *grantState, short map[ResourceName]bool, now time.Time) string {
+			if s.queueCharge(&g.gangReq).q == s.queueIdx[qs.q.Name] {
+				return l.message(g, short, now)
+			}
+			return b.message(g, short, now)
+		},
+	}
 }

@@ -506,3 +506,56 @@ func TestNominatedGangKeepsItsClaimAcrossSnapshots(t *testing.T) {
 		t.Errorf("with it: reserved %q, want ns/b, the gang a was preempted for", got)
 	}
 }
+
+// TestPreemptWithinQueueAndCohortTogether: a gang that fits within its
+// queue's nominal quota once its queue's own lower-priority gangs are
+// gone, in a full cohort whose other queue borrows, takes both in one
+// preemption, as Kueue's candidates do (same queue and cohort together).
+// Taken apart, neither fires: reclaim counts the queue's own
+// lower-priority gangs in its use (so the gang "would borrow"), and
+// within-queue preemption frees only the queue's own gangs, never enough.
+func TestPreemptWithinQueueAndCohortTogether(t *testing.T) {
+	// 40 GPUs; team-a and team-b, nominal 20 each. team-a's a-medium
+	// (priority 100) holds 5; team-b holds 35 (borrowing 15).
+	nodes := []engine.Node{wrappers.EngineNode("a", 40)}
+	gang := func(p string, n, priority int32, queue string) engine.Request {
+		r := wrappers.Gang(p, n, n, 0, wrappers.InQueue(queue))
+		r.Priority = priority
+		return r
+	}
+	queue := func(name string, within engine.ReclaimPolicy) engine.Queue {
+		q := wrappers.EngineQueue(name, "cohort", 20)
+		q.Reclaim, q.WithinQueue, q.ReclaimGrace = engine.ReclaimAny, within, dur(0)
+		return q
+	}
+	cases := map[string]struct {
+		within        engine.ReclaimPolicy
+		wantPreempted string
+	}{
+		// team-b's youngest gang, b-mid (15, borrowed), and a-medium go.
+		"LowerPriority: the queue's own and the borrower's together": {within: engine.ReclaimLowerPriority, wantPreempted: "ns/b-mid,ns/a-medium"},
+		// Without withinQueue, a-large would borrow: nothing is preempted.
+		"Never: reclaim alone does not fire": {within: engine.ReclaimNever},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			s := engine.NewState(engine.DefaultConfig(), nodes, []engine.Grant{
+				wrappers.Grant(gang("a-medium", 5, 100, "team-a"), wrappers.Repeat("a", 5)),
+				wrappers.Grant(gang("b-large", 20, 200, "team-b"), wrappers.Repeat("a", 20)),
+				wrappers.Grant(gang("b-mid", 15, 100, "team-b"), wrappers.Repeat("a", 15)),
+			})
+			s.SetQueues([]engine.Queue{queue("team-a", tc.within), queue("team-b", tc.within)})
+			w := gang("a-large", 20, 200, "team-a")
+			w.Queued = Epoch.Add(time.Minute)
+			s.Submit(w)
+			now := Epoch.Add(2 * time.Minute)
+			mustTake(t, s.Cycle(now), tc.wantPreempted, "")
+			if tc.wantPreempted == "" {
+				return
+			}
+			if got := reserved(s.Cycle(now.Add(time.Second))); got != "ns/a-large" {
+				t.Fatalf("next cycle reserved %q, want ns/a-large", got)
+			}
+		})
+	}
+}

@@ -561,8 +561,11 @@ func (s *State) findReclaims(now time.Time) reclaims {
 		}
 		for j, a := range c.amt {
 			need := int64(gr.req.Min) * a
-			if a == 0 || qs.used[j]+need > qs.nominal[j] || (s.queueLeft(qs, j) >= need && !gr.nominated) {
-				continue // not short (nor preempted for), or short of more than its own
+			if a == 0 || (s.queueLeft(qs, j) >= need && !gr.nominated) {
+				continue // not short (nor preempted for)
+			}
+			if qs.used[j]+need > qs.nominal[j] && s.keptOwn(gr, qs, j)+need > qs.nominal[j] {
+				continue // short of more than its own
 			}
 			if out == nil {
 				out = reclaims{}
@@ -775,4 +778,28 @@ func (s *State) QueueUsed() map[string]ResourceList {
 		out[qs.q.Name] = rl
 	}
 	return out
+}
+
+// keptOwn is what of resource j queue qs uses that its withinQueue
+// policy may not preempt for gr: all of its use without one; else less
+// its gangs withinQueueAllows gr to preempt. A gang that would fit within
+// its queue's nominal quota once those are preempted reclaims from the
+// cohort's borrowers too, in the same preemption (borrowerOrLower), as
+// Kueue's do. It walks the grants, so findReclaims asks only for a gang
+// its queue's whole use would keep out.
+func (s *State) keptOwn(gr *gangReq, qs *queueState, j int) int64 {
+	kept := qs.used[j]
+	if qs.q.WithinQueue == "" || qs.q.WithinQueue == ReclaimNever {
+		return kept
+	}
+	self := s.queueIdx[qs.q.Name]
+	for key, g := range s.grants {
+		if _, releasing := s.pendingRelease[key]; releasing {
+			continue
+		}
+		if vc := s.queueCharge(&g.gangReq); vc.q == self && withinQueueAllows(qs.q.WithinQueue, &gr.req, &g.req) {
+			kept -= int64(len(g.workers)) * vc.amt[j]
+		}
+	}
+	return kept
 }
