@@ -367,7 +367,7 @@ func (s *State) fillsNodes(gr *gangReq) bool {
 		n := s.nodes[i]
 		two := true
 		for _, f := range gr.fp {
-			two = two && (n.alloc[f.dim]-n.used[f.dim])/f.amt >= 2
+			two = two && n.alloc[f.dim]/f.amt >= 2
 		}
 		if two {
 			return false
