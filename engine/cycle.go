@@ -38,7 +38,9 @@ import (
 //     lowest share;
 //  3. grow: elastic gangs that precede every blocked gang grow toward
 //     desired, oldest first, so surplus never takes what an older gang
-//     waits for, and only as far as their quotas and queues admit;
+//     waits for, and only as far as their quotas and queues admit (when
+//     no gang is blocked and every one below desired is of whole-node
+//     workers, youngest first: see allFillNodes);
 //  4. explain: every gang still queued gets a Wait with the numbers.
 func (s *State) cycle(now time.Time) Plan {
 	var plan Plan
@@ -306,6 +308,9 @@ func (s *State) grow(plan *Plan, limit *gangReq, reserved map[GangKey]int, quota
 		}
 	}
 	slices.SortFunc(cands, func(a, b *grantState) int { return compareQueue(&a.req, &b.req) })
+	if limit == nil && s.allFillNodes(cands) {
+		slices.Reverse(cands)
+	}
 	for g := range s.growOrder(cands) {
 		if len(frozen) > 0 && frozen[s.queueCharge(&g.gangReq).q] {
 			continue
@@ -327,6 +332,48 @@ func (s *State) grow(plan *Plan, limit *gangReq, reserved map[GangKey]int, quota
 			plan.Grows = append(plan.Grows, Reservation{Gang: g.req.Gang, Workers: added})
 		}
 	}
+}
+
+// allFillNodes reports whether every growth candidate is a gang of
+// whole-node workers (fillsNodes). grow then grows them youngest first
+// when no queued gang is blocked: nothing waits for the capacity, so the
+// only question is which running gang gets it, and of gangs of
+// whole-node workers the youngest has run the least of its phase. Fed
+// first, it ends closer to the older ones; fed last, it runs on alone
+// while the nodes the others free idle (a gang cannot grow past desired).
+// On the wave burst (docs/simulator.md, "Youngest first once nothing
+// waits") the last wave's trains end together and the makespan falls
+// 1.034 → 1.029 × LB. Gangs of smaller workers keep oldest first: where
+// their phases' lengths differ, as on the traces, the youngest is no
+// guide to what is left, and the tail got longer (p99 +9% on
+// elastic-heavy).
+func (s *State) allFillNodes(cands []*grantState) bool {
+	for _, g := range cands {
+		if !s.fillsNodes(&g.gangReq) {
+			return false
+		}
+	}
+	return true
+}
+
+// fillsNodes reports whether one worker of gr fills any node of its class
+// it fits on: no node could ever hold two.
+func (s *State) fillsNodes(gr *gangReq) bool {
+	c := s.class(gr)
+	if len(c.nodes) == 0 {
+		return false
+	}
+	for _, i := range c.nodes {
+		n := s.nodes[i]
+		two := true
+		for _, f := range gr.fp {
+			two = two && n.alloc[f.dim]/f.amt >= 2
+		}
+		if two {
+			return false
+		}
+	}
+	return true
 }
 
 // growOrder yields the candidates (in queue order) in the order they

@@ -1,6 +1,7 @@
 package engine_test
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -353,5 +354,64 @@ func TestSpreadTakesTheRoomiestNode(t *testing.T) {
 		if len(plan.Reserves) != 1 || plan.Reserves[0].Workers[0].Node != want {
 			t.Errorf("spread %v: reserved %+v, want node %s", spread, plan.Reserves, want)
 		}
+	}
+}
+
+// TestWholeNodeGangsGrowYoungestFirstOnceNothingWaits: when no queued
+// gang is blocked and every running elastic gang below desired is one of
+// whole-node workers, the youngest grows first: of gangs started alike it
+// has run the least, and fed last it would run on alone while the nodes
+// the others free idle (the wave burst's last wave, docs/simulator.md,
+// "Youngest first once nothing waits"). Gangs of smaller workers, or any
+// gang while one waits, keep oldest first.
+func TestWholeNodeGangsGrowYoungestFirstOnceNothingWaits(t *testing.T) {
+	wholeNode := func(r *engine.Request) { r.Footprint = engine.ResourceList{wrappers.GPU: engine.Milli(8)} }
+	cases := map[string]struct {
+		nodes  []engine.Node
+		ledger []engine.Grant
+		queue  []engine.Request
+		want   string
+	}{
+		"whole-node workers, nothing queued: the youngest grows": {
+			nodes: []engine.Node{wrappers.EngineNode("a", 8), wrappers.EngineNode("b", 8), wrappers.EngineNode("c", 8)},
+			ledger: []engine.Grant{
+				wrappers.Grant(wrappers.Gang("old", 1, 2, 0, wholeNode), []string{"a"}),
+				wrappers.Grant(wrappers.Gang("young", 1, 2, 5, wholeNode), []string{"b"}),
+			},
+			want: "ns/young+1",
+		},
+		"whole-node workers, a gang blocked: the oldest grows": {
+			nodes: []engine.Node{wrappers.EngineNode("a", 8), wrappers.EngineNode("b", 8), wrappers.EngineNode("c", 8)},
+			ledger: []engine.Grant{
+				wrappers.Grant(wrappers.Gang("old", 1, 2, 0, wholeNode), []string{"a"}),
+				wrappers.Grant(wrappers.Gang("young", 1, 2, 5, wholeNode), []string{"b"}),
+			},
+			queue: []engine.Request{wrappers.Gang("later", 2, 2, 9, wholeNode)},
+			want:  "ns/old+1",
+		},
+		"one-GPU workers, nothing queued: the oldest grows": {
+			nodes: []engine.Node{wrappers.EngineNode("a", 8)},
+			ledger: []engine.Grant{
+				wrappers.Grant(wrappers.Gang("old", 1, 4, 0), wrappers.Repeat("a", 3)),
+				wrappers.Grant(wrappers.Gang("young", 1, 5, 5), wrappers.Repeat("a", 4)),
+			},
+			want: "ns/old+1",
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			s := engine.NewState(engine.DefaultConfig(), tc.nodes, tc.ledger)
+			for _, r := range tc.queue {
+				s.Submit(r)
+			}
+			plan := s.Cycle(Epoch.Add(time.Hour))
+			var got []string
+			for _, g := range plan.Grows {
+				got = append(got, g.Gang.Pipeline+"+"+strconv.Itoa(len(g.Workers)))
+			}
+			if strings.Join(got, ",") != tc.want {
+				t.Errorf("grows %v, want %s", got, tc.want)
+			}
+		})
 	}
 }

@@ -137,7 +137,6 @@ func TestSuiteWorkloadsLoad(t *testing.T) {
 // purpose rather than regenerated with the golden file.
 var (
 	suiteKnownFailures = map[string]string{
-		"wave-burst":         "The wave burst and the order of growth",
 		"philly-day51-teams": "Tenant queues from the traces' teams (2026-12-07)",
 		"philly-day28-teams": "Tenant queues from the traces' teams (2026-12-07)",
 	}

@@ -82,9 +82,9 @@ func TestSimulate(t *testing.T) {
 			wantStderr: []string{"phasegang: --resize-cost: scaling.resizeCost: -1m0s is negative"},
 		},
 		"suite, a failing workload": {
-			args: []string{"simulate", "--suite", "--suite-workloads", "tiresias-60, wave-burst"}, wantCode: 1,
-			wantStdout: []string{"tiresias-60", "wave-burst   53         256   9h28m     9h10m   1.034        4.698       1.034 (per-pod)    0.964 (rigid)   1.034 (per-pod)    FAIL: makespan 1.034 × LB where per-pod packs it in 1.000 × LB"},
-			wantStderr: []string{"phasegang: policy suite: 1 of 2 workloads fail: wave-burst (makespan 1.034 × LB where per-pod packs it in 1.000 × LB)"},
+			args: []string{"simulate", "--suite", "--suite-workloads", "tiresias-60, seed", "--efficiency-per-doubling", "0.9"}, wantCode: 1,
+			wantStdout: []string{"tiresias-60", "seed         12         16    3h50m     3h17m   1.171        1.561       0.733 (whole-job)  0.662 (rigid)   0.570 (whole-job)  FAIL: makespan 1.171 × LB, above 1.10"},
+			wantStderr: []string{"phasegang: policy suite: 1 of 2 workloads fail: seed (makespan 1.171 × LB, above 1.10)"},
 		},
 		"suite, an unknown workload": {
 			args: []string{"simulate", "--suite", "--suite-workloads", "nope"}, wantCode: 1,
