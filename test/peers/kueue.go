@@ -29,7 +29,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/informers"
-	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 )
@@ -231,7 +230,6 @@ integrations:
 		}
 		time.Sleep(300 * time.Millisecond)
 	}
-	// The driver's view of Jobs: a watch, as a user's script would have.
 	f := informers.NewSharedInformerFactoryWithOptions(c.cs, 0, informers.WithNamespace(runNamespace))
 	inf := f.Batch().V1().Jobs().Informer()
 	see := func(obj any) {
@@ -252,12 +250,8 @@ integrations:
 			}
 			s.mu.Unlock()
 		}
-		c.poke()
 	}
-	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: see, UpdateFunc: func(_, n any) { see(n) }})
-	f.Start(c.ctx.Done())
-	f.WaitForCacheSync(ctx.Done())
-	time.Sleep(2 * time.Second)
+	c.watch(ctx, f, inf, see)
 	return map[string]int{"kueue": s.cmd.Process.Pid}, nil
 }
 

@@ -57,6 +57,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
@@ -222,6 +223,22 @@ func (c *cluster) poke() {
 	case c.wake <- struct{}{}:
 	default:
 	}
+}
+
+// watch is the driver's view of a peer's jobs: a watch, as a user's
+// script would have. see records each added or updated object's outcome;
+// every event then wakes the driver. It returns once the informer has
+// synced and two more seconds have passed, so that the peer's own
+// informers have synced too before the run's CPU is counted.
+func (c *cluster) watch(ctx context.Context, f interface{ Start(<-chan struct{}) }, inf cache.SharedIndexInformer, see func(obj any)) {
+	seen := func(obj any) {
+		see(obj)
+		c.poke()
+	}
+	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: seen, UpdateFunc: func(_, n any) { seen(n) }})
+	f.Start(c.ctx.Done())
+	cache.WaitForCacheSync(ctx.Done(), inf.HasSynced)
+	time.Sleep(2 * time.Second)
 }
 
 func (c *cluster) kubectl(args ...string) error {

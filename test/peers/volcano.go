@@ -17,7 +17,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
-	"k8s.io/client-go/tools/cache"
 )
 
 // volcanoSystem runs Volcano (built by build-volcano.sh from its source)
@@ -140,7 +139,6 @@ func (s *volcanoSystem) start(ctx context.Context, c *cluster, w workload) (map[
 		case <-time.After(300 * time.Millisecond):
 		}
 	}
-	// The driver's view of vcjobs: a watch, as a user's script would have.
 	f := dynamicinformer.NewFilteredDynamicSharedInformerFactory(dyn, 0, runNamespace, nil)
 	inf := f.ForResource(vcJobGVR).Informer()
 	see := func(obj any) {
@@ -157,14 +155,8 @@ func (s *volcanoSystem) start(ctx context.Context, c *cluster, w workload) (map[
 			s.fail[u.GetName()] = phase
 		}
 		s.mu.Unlock()
-		c.poke()
 	}
-	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: see, UpdateFunc: func(_, n any) { see(n) }})
-	f.Start(c.ctx.Done())
-	f.WaitForCacheSync(ctx.Done())
-	// Settle: the job controller's informers synced before the run's CPU
-	// is counted.
-	time.Sleep(2 * time.Second)
+	c.watch(ctx, f, inf, see)
 	pids := map[string]int{}
 	for _, p := range s.procs {
 		select {
