@@ -18,17 +18,24 @@ import (
 // desired size, and how much of each resource it holds then (its desired
 // workers' footprints, in milli-units). A phase can never run faster than
 // at its desired size, so per second it does at most rate[R] of its work
-// in resource R.
+// in resource R. Its work is counted in min-size resource-seconds (what
+// it holds at min workers × how long it takes there; under linear
+// scaling the same at every size), the least of R any schedule spends on
+// it. Per second it holds lo·rate[R] of R at min workers and hi·rate[R]
+// at desired workers.
 type boundPhase struct {
-	dur  float64 // seconds at desired size
-	rate map[engine.ResourceName]float64
+	dur    float64 // seconds at desired size
+	rate   map[engine.ResourceName]float64
+	lo, hi float64
 }
 
 // boundJob is one pipeline: its arrival (seconds from the start of the
 // run) and its phases. When chain is set the phases run one after the
 // other in this order; otherwise they form some other DAG and the bound
-// uses only per-phase limits.
+// uses only per-phase limits. kappa is the scaling's exponent (see
+// Scaling.exponent), the same for every job of a scenario.
 type boundJob struct {
+	kappa   float64
 	arrival float64
 	chain   bool
 	phases  []boundPhase
@@ -120,18 +127,24 @@ func boundJobs(sc *Scenario) []boundJob {
 		w := &sc.Workload[i]
 		v1alpha1.SetDefaults(&w.Training)
 		spec := w.Training.Spec
-		j := boundJob{chain: isChain(spec.Phases)}
+		j := boundJob{chain: isChain(spec.Phases), kappa: sc.Scaling.exponent()}
 		for _, ph := range spec.Phases {
 			fp := driver.WorkerFootprint(&ph.Template.Spec)
-			rate := map[engine.ResourceName]float64{}
 			// Under sub-linear scaling a phase's least resource-time is
 			// at min workers; boundWidth says what to charge (desired
 			// under linear scaling).
-			n := sc.Scaling.boundWidth(int(ph.Gang.Min), int(ph.Gang.DesiredOrMin()))
-			for name, v := range fp {
-				rate[name] = n * float64(v)
+			lo, hi := int(ph.Gang.Min), int(ph.Gang.DesiredOrMin())
+			n := sc.Scaling.boundWidth(lo, hi)
+			bp := boundPhase{
+				dur:  w.Runtimes[ph.Name].Duration.Seconds(),
+				rate: map[engine.ResourceName]float64{},
+				lo:   float64(lo) / n,
+				hi:   float64(hi) / n,
 			}
-			j.phases = append(j.phases, boundPhase{dur: w.Runtimes[ph.Name].Duration.Seconds(), rate: rate})
+			for name, v := range fp {
+				bp.rate[name] = n * float64(v)
+			}
+			j.phases = append(j.phases, bp)
 		}
 		cp, _ := criticalPath(w, sc.Scaling)
 		j.cp = cp.Seconds()
@@ -253,14 +266,16 @@ func (w *boundWindows) resourceBound(lb float64, jobs []boundJob, r engine.Resou
 		return lb
 	}
 	prefixSum := w.prefixSums(jobs, profs)
-	suf := w.suffixes(profs)
+	chains := w.slowChains(jobs, profs, r)
+	suf, sufSum := w.suffixes(profs)
 	left := make([]float64, len(jobs))
 	for k, t := range w.ts {
-		lb = w.arrivedWorkBound(lb, k, prefixSum, total, capR)
+		rest := total - w.mostDoneBy(k, prefixSum, chains, capR)
+		lb = arrivedWorkBound(lb, t-w.first, rest, capR)
 		for i := range jobs {
 			left[i] = profs[i].work - profs[i].prefix(t-jobs[i].arrival)
 		}
-		lb = w.energyBound(lb, t, left, suf, capR)
+		lb = w.energyBound(lb, t, left, rest, suf, sufSum, capR)
 	}
 	return lb
 }
@@ -281,30 +296,44 @@ func (w *boundWindows) prefixSums(jobs []boundJob, profs []profile) []float64 {
 }
 
 // suffixes are, per window length deltas[d] and job i, the most job i
-// does in its last deltas[d].
-func (w *boundWindows) suffixes(profs []profile) [][]float64 {
-	suf := make([][]float64, len(w.deltas))
+// does in its last deltas[d], and their sum over the jobs.
+func (w *boundWindows) suffixes(profs []profile) (suf [][]float64, sum []float64) {
+	suf, sum = make([][]float64, len(w.deltas)), make([]float64, len(w.deltas))
 	for d, delta := range w.deltas {
 		suf[d] = make([]float64, len(profs))
 		for i := range profs {
 			suf[d][i] = profs[i].suffix(delta)
+			sum[d] += suf[d][i]
 		}
 	}
-	return suf
+	return suf, sum
 }
 
-// arrivedWorkBound raises lb by the arrived work at ts[k]: by then no more
-// than min over s ≤ t of (what the jobs can do on their own by s) + (all
-// of R from s to t) is done; the rest needs (rest) / cap(R) after t.
-func (w *boundWindows) arrivedWorkBound(lb float64, k int, prefixSum []float64, total, capR float64) float64 {
+// mostDoneBy is the most work done by ts[k]: at most what the jobs can do
+// on their own by then, at most all of R since the first arrival, and at
+// most, for every earlier candidate s, what they can do on their own by s
+// plus what they can do between s and ts[k] with all of R (windowWork:
+// under linear scaling cap(R)·(ts[k] − s), less under sub-linear scaling
+// when too few pipelines are there to fill R at their min sizes).
+func (w *boundWindows) mostDoneBy(k int, prefixSum []float64, chains *slowChains, capR float64) float64 {
 	t := w.ts[k]
-	done := prefixSum[k]
+	done := min(prefixSum[k], capR*(t-w.first))
 	for q := 0; q < k; q++ {
 		done = min(done, prefixSum[q]+capR*(t-w.ts[q]))
 	}
-	done = min(done, capR*(t-w.first))
-	if rest := total - done; rest > 0 {
-		lb = max(lb, t-w.first+rest/capR)
+	for q := max(0, k-chains.reach()); q < k; q++ {
+		if limit := done - prefixSum[q]; limit > 0 {
+			done = min(done, prefixSum[q]+chains.windowWork(q, k, capR*(t-w.ts[q]), limit))
+		}
+	}
+	return done
+}
+
+// arrivedWorkBound raises lb by the arrived work at t (since the first
+// arrival): what is not done by then, rest, needs rest / cap(R) after t.
+func arrivedWorkBound(lb, t, rest, capR float64) float64 {
+	if rest > 0 {
+		lb = max(lb, t+rest/capR)
 	}
 	return lb
 }
@@ -312,7 +341,14 @@ func (w *boundWindows) arrivedWorkBound(lb float64, k int, prefixSum []float64, 
 // energyBound raises lb by the energy left at t: job i still has at least
 // left[i] after t, of which it does at most suffix(δ) in the last δ before
 // the makespan C; the rest needs cap(R) between t and C − δ.
-func (w *boundWindows) energyBound(lb, t float64, left []float64, suf [][]float64, capR float64) float64 {
+//
+// All jobs together still have at least rest after t (mostDoneBy), which
+// may be more than Σ left[i]: a job's left[i] assumes it ran alone. The
+// least energy is then e = Σ (left[i] − suffix_i(δ))⁺ plus whatever of
+// rest does not fit under Σ max(left[i], suffix_i(δ)) = Σ suffix_i(δ) + e
+// (sufSum[d]): raising a job's share of the rest up to its suffix is
+// free, every unit beyond costs one.
+func (w *boundWindows) energyBound(lb, t float64, left []float64, rest float64, suf [][]float64, sufSum []float64, capR float64) float64 {
 	for d, delta := range w.deltas {
 		var e float64
 		for i, l := range left {
@@ -320,6 +356,7 @@ func (w *boundWindows) energyBound(lb, t float64, left []float64, suf [][]float6
 				e += l - suf[d][i]
 			}
 		}
+		e += max(0, rest-sufSum[d]-e)
 		if e > 0 {
 			lb = max(lb, t-w.first+delta+e/capR)
 		}
@@ -352,12 +389,15 @@ func spread(v []float64, n int) []float64 {
 //     min over s ≤ t of (Σ_j prefix_j(s − a_j) + cap(R)·(t − s)), where
 //     prefix_j(τ) is the most of pipeline j's work that can be done τ after
 //     it arrives (each phase at its desired size, as early as it may
-//     start); the rest of all the work needs rest/cap(R) after t;
+//     start); the rest of all the work needs rest/cap(R) after t. Under
+//     sub-linear scaling cap(R)·(t − s) becomes the most the pipelines
+//     there can do with it, which is less when too few are there to fill
+//     R at their min sizes (windowWork);
 //   - energy: for any δ ≥ 0, pipeline j still has work_j − prefix_j(t − a_j)
 //     to do after t, at most suffix_j(δ) of it (the last δ of its
-//     full-rate profile) in the last δ before the makespan; the sum of
-//     what is left over, if positive, needs cap(R) between t and
-//     makespan − δ.
+//     full-rate profile) in the last δ before the makespan, and all
+//     together still have the arrived work's rest; the sum of what is
+//     left over, if positive, needs cap(R) between t and makespan − δ.
 //
 // Work is counted once per phase at desired size, as in the simple bound:
 // iterations and retries only add work, while a phase that a `when`

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"strconv"
 	"testing"
@@ -279,5 +280,28 @@ func TestLowerBoundTighterCases(t *testing.T) {
 				t.Errorf("brute force %.0fs, want %.0fs", got, tc.opt)
 			}
 		})
+	}
+}
+
+// Under sub-linear scaling the bound charges running wide: two elastic
+// pipelines (1..4 one-GPU workers, 2s at 4) arrive at 0 on 4 GPUs, and a
+// rigid 4-GPU, 1s one at 2. At 1/√2 efficiency per doubling (κ = 0.5) a
+// pipeline holding y GPUs does √y of its min-size work (4 GPU-seconds)
+// per second. Charged at min size and run at desired speed, both could be
+// done by 2 and the bound was 3s, the total work (12) over 4 GPUs. But
+// with 8 GPU-seconds between 0 and 2 the two do at most 2·2·√2 (each
+// holding 2 throughout; anything else does less): 12 − 4√2 is left at 2,
+// LB = 2 + (12 − 4√2)/4 = 5 − √2 ≈ 3.586s. (Optimal: 1 + 2√2 ≈ 3.828s,
+// both at 2 workers until done, B between.)
+func TestLowerBoundChargesRunningWideUnderSubLinearScaling(t *testing.T) {
+	elastic := []tinyPhase{{min: 1, workers: 4, cpu: 1, dur: 2}}
+	c := tinyCase{gpus: 4, cpus: 16, jobs: []tinyJob{{0, elastic}, {0, elastic}, {2, []tinyPhase{{4, 4, 1, 1}}}}}
+	sc := c.scenario()
+	sc.Scaling = &Scaling{EfficiencyPerDoubling: math.Sqrt2 / 2}
+	if got := simpleLowerBound(sc).Seconds(); got != 3 {
+		t.Errorf("simple bound %.3fs, want 3s", got)
+	}
+	if got, want := LowerBound(sc).Seconds(), 5-math.Sqrt2; math.Abs(got-want) > 1e-6 {
+		t.Errorf("LB %.6fs, want 5 − √2 = %.6fs", got, want)
 	}
 }

@@ -80,6 +80,16 @@ func (sc *Scaling) boundWidth(min, desired int) float64 {
 	return float64(min) * sc.throughput(float64(desired)) / sc.throughput(float64(min))
 }
 
+// exponent is κ in throughput(n) = n^κ (n · e^log2(n) = n^(1+log2 e)):
+// 1 under linear scaling, 0.848 at 0.9 per doubling. Measured in
+// min-size resource-seconds, a phase of min..desired workers that holds
+// y of a resource per second (y_min ≤ y ≤ y_desired) progresses at
+// y_min · (y/y_min)^κ per second: the lower bound's trade-off between
+// finishing sooner and using more (see windowWork).
+func (sc *Scaling) exponent() float64 {
+	return 1 + math.Log2(sc.efficiency())
+}
+
 // Validate checks the model; the error names the scenario field.
 func (sc *Scaling) Validate() error {
 	if sc == nil {

@@ -62,7 +62,7 @@ func TestSimulate(t *testing.T) {
 			args: []string{"simulate", "--suite", "--suite-workloads", "elastic-heavy", "--efficiency-per-doubling", "0.9"},
 			wantStdout: []string{
 				"scaling: efficiency 0.90 per doubling of an elastic phase's workers",
-				"elastic-heavy  30         32    10h35m    8h56m  1.184        4.136       0.784 (per-pod)  0.833 (whole-job)  0.684 (rigid)   ok",
+				"elastic-heavy  30         32    10h35m    9h04m  1.168        4.136       0.784 (per-pod)  0.833 (whole-job)  0.684 (rigid)   ok",
 			},
 		},
 		"scaling efficiency out of range": {
