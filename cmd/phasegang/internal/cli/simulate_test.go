@@ -83,8 +83,8 @@ func TestSimulate(t *testing.T) {
 		},
 		"suite, a failing workload": {
 			args: []string{"simulate", "--suite", "--suite-workloads", "tiresias-60, seed", "--efficiency-per-doubling", "0.9"}, wantCode: 1,
-			wantStdout: []string{"tiresias-60", "seed         12         16    3h50m     3h17m   1.171        1.561       0.733 (whole-job)  0.662 (rigid)   0.570 (whole-job)  FAIL: makespan 1.171 × LB, above 1.10"},
-			wantStderr: []string{"phasegang: policy suite: 1 of 2 workloads fail: seed (makespan 1.171 × LB, above 1.10)"},
+			wantStdout: []string{"tiresias-60", "seed         12         16    3h50m     3h18m   1.162        1.561       0.733 (whole-job)  0.662 (rigid)   0.570 (whole-job)  FAIL: makespan 1.162 × LB, above 1.10"},
+			wantStderr: []string{"phasegang: policy suite: 1 of 2 workloads fail: seed (makespan 1.162 × LB, above 1.10)"},
 		},
 		"suite, an unknown workload": {
 			args: []string{"simulate", "--suite", "--suite-workloads", "nope"}, wantCode: 1,
