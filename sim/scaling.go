@@ -95,8 +95,11 @@ func (sc *Scaling) Validate() error {
 	if sc == nil {
 		return nil
 	}
-	if e := sc.EfficiencyPerDoubling; e < 0 || e > 1 || math.IsNaN(e) {
-		return fmt.Errorf("scaling.efficiencyPerDoubling: %v is not in (0, 1] (1 is linear scaling)", e)
+	// Below 0.5 per doubling, n · e^log2(n) falls as n grows: a phase
+	// would run slower the more workers it had, and the lower bound's
+	// premise (no phase runs faster than at desired) would not hold.
+	if e := sc.EfficiencyPerDoubling; e != 0 && !(e >= 0.5 && e <= 1) {
+		return fmt.Errorf("scaling.efficiencyPerDoubling: %v is not in [0.5, 1] (1 is linear scaling; below 0.5 more workers would run a phase slower)", e)
 	}
 	if sc.ResizeCost.Duration < 0 {
 		return fmt.Errorf("scaling.resizeCost: %v is negative", sc.ResizeCost.Duration)

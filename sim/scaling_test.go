@@ -72,10 +72,16 @@ workload:
 }
 
 func TestScalingRejectsEfficiencyOutOfRange(t *testing.T) {
-	for _, e := range []float64{-0.5, 1.5} {
+	// Below 0.5 a phase would run slower the more workers it had.
+	for _, e := range []float64{-0.5, 0.3, 0.49, 1.5, math.NaN()} {
 		err := (&Scaling{EfficiencyPerDoubling: e}).Validate()
 		if err == nil || !strings.Contains(err.Error(), "scaling.efficiencyPerDoubling") {
 			t.Errorf("efficiency %v: error %v, want one naming scaling.efficiencyPerDoubling", e, err)
+		}
+	}
+	for _, e := range []float64{0, 0.5, 0.9, 1} {
+		if err := (&Scaling{EfficiencyPerDoubling: e}).Validate(); err != nil {
+			t.Errorf("efficiency %v: %v", e, err)
 		}
 	}
 }

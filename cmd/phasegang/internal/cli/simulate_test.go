@@ -67,7 +67,7 @@ func TestSimulate(t *testing.T) {
 		},
 		"scaling efficiency out of range": {
 			args: []string{"simulate", "--efficiency-per-doubling", "1.5"}, wantCode: 1,
-			wantStderr: []string{"phasegang: --efficiency-per-doubling: scaling.efficiencyPerDoubling: 1.5 is not in (0, 1] (1 is linear scaling)"},
+			wantStderr: []string{"phasegang: --efficiency-per-doubling: scaling.efficiencyPerDoubling: 1.5 is not in [0.5, 1] (1 is linear scaling; below 0.5 more workers would run a phase slower)"},
 		},
 		"suite with a resize cost": {
 			args: []string{"simulate", "--suite", "--suite-workloads", "tiresias-60", "--resize-cost", "2m"}, wantCode: 1,
