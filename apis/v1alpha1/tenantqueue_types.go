@@ -186,9 +186,11 @@ type QueuePreemption struct {
 	// lower priority; Any, also those of equal priority and a younger
 	// pipeline (never an older one, which queue order puts ahead).
 	// Elastic surplus is shrunk first, then whole gangs are preempted, and
-	// nothing unless that lets the waiting gang in. Needs
-	// reclaimGracePeriod; Never: the queue's gangs wait for its phases to
-	// end.
+	// nothing unless that lets the waiting gang in. With
+	// reclaimWithinCohort too, a gang that fits within the nominal quota
+	// only once those are gone takes them and what the cohort borrows in
+	// one preemption, as Kueue does. Needs reclaimGracePeriod; Never: the
+	// queue's gangs wait for its phases to end.
 	// +optional
 	// +kubebuilder:default=Never
 	WithinQueue PreemptionPolicy `json:"withinQueue,omitempty"`
