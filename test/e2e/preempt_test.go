@@ -162,6 +162,75 @@ func TestPreemptionWithinQueue(t *testing.T) {
 	}
 }
 
+// Two queues of 4 GPUs in one cohort on 8, the first with withinQueue
+// LowerPriority: its priority-0 gang holds 2 of its 4, the other queue's
+// 6-GPU gang borrows the other 2, and the cohort is full. A priority-100
+// gang of 4 arrives in the first queue: it fits within its nominal quota
+// only once its queue's low gang is gone, and then needs the borrowed 2
+// back too. Past the 2-second grace both are preempted in one step (as
+// Kueue does), the urgent gang runs first, and both victims rerun as the
+// same attempt. Taken apart, neither preemption would fire.
+func TestPreemptionWithinQueueAndCohortTogether(t *testing.T) {
+	ctx := context.Background()
+	ns := namespace(t)
+	sfx := ns[strings.LastIndex(ns, "-")+1:]
+	qa, qb, cohort := "team-a-"+sfx, "team-b-"+sfx, "joint-"+sfx
+	nodes(t, "pool-joint", 1, 8)
+	createQueue(t, wrappers.MakeQueue(qa).Cohort(cohort).Nominal("nvidia.com/gpu", "4").
+		WithinQueue(v1alpha1.PreemptLowerPriority).Reclaim(v1alpha1.PreemptAny).ReclaimGrace(2*time.Second).Obj())
+	createQueue(t, wrappers.MakeQueue(qb).Cohort(cohort).Nominal("nvidia.com/gpu", "4").Obj())
+	pc := &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: "e2e-joint-" + sfx}, Value: 100}
+	if err := k8s.Create(ctx, pc); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = k8s.Delete(ctx, pc) })
+
+	low := create(t, wrappers.NewPT(ns, "low").Queue(qa).Phase("train", 2).PodTemplate(worker("pool-joint", 1, 25, "")).Obj())
+	waitState(t, low, v1alpha1.PipelineRunning, 20*time.Second)
+	borrower := create(t, wrappers.NewPT(ns, "borrower").Queue(qb).Phase("train", 6).PodTemplate(worker("pool-joint", 1, 25, "")).Obj())
+	waitState(t, borrower, v1alpha1.PipelineRunning, 20*time.Second)
+	urgent := create(t, wrappers.NewPT(ns, "urgent").Queue(qa).PriorityClass(pc.Name).Phase("train", 4).PodTemplate(worker("pool-joint", 1, 3, "")).Obj())
+	sampleWholeGangs(t, ns, 8, 120*time.Second, func() bool {
+		for _, pt := range []*v1alpha1.PhasedTraining{low, borrower, urgent} {
+			if get(t, pt).Status.State != v1alpha1.PipelineSucceeded {
+				return false
+			}
+		}
+		return true
+	})
+
+	preempted := func(pt *v1alpha1.PhasedTraining) (v1alpha1.PhaseStatus, string) {
+		ph := get(t, pt).Status.Phases[0]
+		for _, h := range ph.History {
+			if h.Type == v1alpha1.PhaseEventPreempted {
+				return ph, h.Message
+			}
+		}
+		t.Fatalf("%s's gang was not preempted: %+v", pt.Name, ph.History)
+		return ph, ""
+	}
+	lowPhase, lowWhy := preempted(low)
+	if want := "preempted within queue " + qa + " (withinQueue LowerPriority) for " + ns + "/urgent/train"; !strings.HasPrefix(lowWhy, want) {
+		t.Errorf("low's Preempted record %q, want it to start %q", lowWhy, want)
+	}
+	borrowerPhase, borrowerWhy := preempted(borrower)
+	if !strings.Contains(borrowerWhy, "queue "+qa+" reclaims") || !strings.Contains(borrowerWhy, cohort) {
+		t.Errorf("the borrower's Preempted record does not name the reclaiming queue and cohort: %q", borrowerWhy)
+	}
+	for name, ph := range map[string]v1alpha1.PhaseStatus{"low": lowPhase, "borrower": borrowerPhase} {
+		if ph.Attempt != 0 {
+			t.Errorf("%s's preempted gang ran as attempt %d, want the same attempt 0", name, ph.Attempt)
+		}
+	}
+	// The urgent gang started no later than low's rerun (which may start
+	// beside it at once, borrowing the other queue's quota the preemption
+	// freed; the times are whole seconds).
+	up := get(t, urgent).Status.Phases[0]
+	if up.StartTime == nil || lowPhase.StartTime == nil || lowPhase.StartTime.Before(up.StartTime) {
+		t.Errorf("the urgent gang started at %v, low's rerun at %v: want the urgent first", up.StartTime, lowPhase.StartTime)
+	}
+}
+
 // sampleWholeGangs polls until done or the timeout, failing if a Running
 // phase ever holds less than its whole gang or the bound, unfinished
 // worker pods ask for more than gpus GPUs.
