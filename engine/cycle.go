@@ -357,12 +357,15 @@ func (s *State) allFillNodes(cands []*grantState) bool {
 }
 
 // fillsNodes reports whether one worker of gr fills any node of its class
-// it fits on: no node could ever hold two.
+// it fits on: no node could ever hold two. It depends only on the nodes'
+// allocatable, so the class keeps the answer per footprint (the classes
+// are rebuilt when the nodes change); grow asks it every cycle.
 func (s *State) fillsNodes(gr *gangReq) bool {
 	c := s.class(gr)
-	if len(c.nodes) == 0 {
-		return false
+	if fills, ok := c.fills[gr.fpKey]; ok {
+		return fills
 	}
+	fills := len(c.nodes) > 0
 	for _, i := range c.nodes {
 		n := s.nodes[i]
 		two := true
@@ -370,10 +373,15 @@ func (s *State) fillsNodes(gr *gangReq) bool {
 			two = two && n.alloc[f.dim]/f.amt >= 2
 		}
 		if two {
-			return false
+			fills = false
+			break
 		}
 	}
-	return true
+	if c.fills == nil {
+		c.fills = map[string]bool{}
+	}
+	c.fills[gr.fpKey] = fills
+	return fills
 }
 
 // growOrder yields the candidates (in queue order) in the order they

@@ -108,6 +108,8 @@ type nodeClass struct {
 	rejectedAffinity, rejectedTaint, rejectedCordon int
 	// infeasible caches the empty-cluster check per footprint and min.
 	infeasible map[string]string
+	// fills caches fillsNodes per footprint.
+	fills map[string]bool
 	// groups caches the nodes grouped by domain, per topology level.
 	groups map[int][]domGroup
 	// layouts caches them per (level, slice level) of a gang.

@@ -547,6 +547,7 @@ func (s *State) findReclaims(now time.Time) reclaims {
 	if len(s.queues) == 0 {
 		return nil
 	}
+	kept := map[keptKey]int64{}
 	for _, gr := range s.order {
 		if gr.removed || now.Before(gr.req.NotBefore) {
 			continue
@@ -564,25 +565,26 @@ func (s *State) findReclaims(now time.Time) reclaims {
 			if a == 0 || (s.queueLeft(qs, j) >= need && !gr.nominated) {
 				continue // not short (nor preempted for)
 			}
-			if qs.used[j]+need > qs.nominal[j] && s.keptOwn(gr, qs, j)+need > qs.nominal[j] {
+			n := qs.names[j]
+			byRes := out[qs.q.Cohort]
+			if slices.ContainsFunc(byRes[n], func(r *reclaimer) bool { return r.qs == qs }) {
+				continue // the queue's first such gang reclaims for it
+			}
+			if qs.used[j]+need > qs.nominal[j] && s.keptOwn(gr, qs, j, kept)+need > qs.nominal[j] {
 				continue // short of more than its own
 			}
 			if out == nil {
 				out = reclaims{}
 			}
-			byRes := out[qs.q.Cohort]
 			if byRes == nil {
 				byRes = map[ResourceName][]*reclaimer{}
 				out[qs.q.Cohort] = byRes
 			}
-			n := qs.names[j]
-			if !slices.ContainsFunc(byRes[n], func(r *reclaimer) bool { return r.qs == qs }) {
-				r := &reclaimer{gr: gr, qs: qs}
-				if qs.q.Reclaim == ReclaimLowerPriority && qs.q.ReclaimGrace != nil && now.Sub(gr.req.Queued) >= *qs.q.ReclaimGrace {
-					r.lowerHeld = s.lowerHeld(gr, qs, n)
-				}
-				byRes[n] = append(byRes[n], r)
+			r := &reclaimer{gr: gr, qs: qs}
+			if qs.q.Reclaim == ReclaimLowerPriority && qs.q.ReclaimGrace != nil && now.Sub(gr.req.Queued) >= *qs.q.ReclaimGrace {
+				r.lowerHeld = s.lowerHeld(gr, qs, n)
 			}
+			byRes[n] = append(byRes[n], r)
 		}
 	}
 	return out
@@ -786,20 +788,35 @@ func (s *State) QueueUsed() map[string]ResourceList {
 // its queue's nominal quota once those are preempted reclaims from the
 // cohort's borrowers too, in the same preemption (borrowerOrLower), as
 // Kueue's do. It walks the grants, so findReclaims asks only for a gang
-// its queue's whole use would keep out.
-func (s *State) keptOwn(gr *gangReq, qs *queueState, j int) int64 {
+// its queue's whole use would keep out, and under LowerPriority, where
+// the answer depends on gr's priority alone, keeps it per priority in
+// memo for the cycle.
+func (s *State) keptOwn(gr *gangReq, qs *queueState, j int, memo map[keptKey]int64) int64 {
 	kept := qs.used[j]
 	if qs.q.WithinQueue == "" || qs.q.WithinQueue == ReclaimNever {
 		return kept
 	}
 	self := s.queueIdx[qs.q.Name]
-	for key, g := range s.grants {
-		if _, releasing := s.pendingRelease[key]; releasing {
+	key := keptKey{q: self, j: j, priority: gr.req.Priority}
+	if v, ok := memo[key]; ok && qs.q.WithinQueue == ReclaimLowerPriority {
+		return v
+	}
+	for gk, g := range s.grants {
+		if _, releasing := s.pendingRelease[gk]; releasing {
 			continue
 		}
 		if vc := s.queueCharge(&g.gangReq); vc.q == self && withinQueueAllows(qs.q.WithinQueue, &gr.req, &g.req) {
 			kept -= int64(len(g.workers)) * vc.amt[j]
 		}
 	}
+	if qs.q.WithinQueue == ReclaimLowerPriority {
+		memo[key] = kept
+	}
 	return kept
+}
+
+// keptKey is keptOwn's memo key: a queue, a resource of it, a priority.
+type keptKey struct {
+	q, j     int
+	priority int32
 }
