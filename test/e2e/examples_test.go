@@ -102,7 +102,6 @@ func TestExamples(t *testing.T) {
 // condition and an Event), as a pod is refused; once the class exists it
 // runs at the class's value.
 func TestMissingPriorityClass(t *testing.T) {
-	ctx := context.Background()
 	ns := namespace(t)
 	pool := "noclass"
 	nodes(t, pool, 1, 2)
@@ -143,10 +142,6 @@ func TestMissingPriorityClass(t *testing.T) {
 	if got := get(t, pt); len(pods(t, ns, nil)) != 0 || got.Status.Phases[0].Workers.Granted != 0 {
 		t.Fatalf("a pipeline without its PriorityClass got workers: %s", describe(got))
 	}
-	pc := &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: class}, Value: 10}
-	if err := k8s.Create(ctx, pc); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = k8s.Delete(ctx, pc) })
+	priorityClass(t, class, 10)
 	waitState(t, pt, v1alpha1.PipelineSucceeded, 30*time.Second)
 }

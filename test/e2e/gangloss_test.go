@@ -11,7 +11,6 @@ import (
 
 	admissionv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
-	schedulingv1 "k8s.io/api/scheduling/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -28,16 +27,12 @@ import (
 func TestPreemptedWorkerReleasesTheGang(t *testing.T) {
 	ns := namespace(t)
 	nodes(t, "pool-preempt", 2, 4)
-	pc := &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: "e2e-urgent"}, Value: 1000000}
-	if err := k8s.Create(context.Background(), pc); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = k8s.Delete(context.Background(), pc) })
+	urgentClass := priorityClass(t, "e2e-urgent", 1000000)
 	pt := create(t, wrappers.NewPT(ns, "train").Phase("train", 2).PodTemplate(worker("pool-preempt", 4, 12, "")).Obj())
 	waitState(t, pt, v1alpha1.PipelineRunning, 30*time.Second)
 
 	urgent := worker("pool-preempt", 4, 3, "")
-	urgent.Spec.PriorityClassName = pc.Name
+	urgent.Spec.PriorityClassName = urgentClass
 	preemptor := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "urgent", Annotations: urgent.Annotations}, Spec: urgent.Spec}
 	if err := k8s.Create(context.Background(), preemptor); err != nil {
 		t.Fatal(err)

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -352,6 +353,18 @@ func worker(pool string, gpus, seconds int, message string) corev1.PodTemplateSp
 }
 
 // create creates pt (built with wrappers.NewPT) and returns it.
+// priorityClass creates a PriorityClass of value, deleted when the test
+// ends, and returns its name.
+func priorityClass(t *testing.T, name string, value int32) string {
+	t.Helper()
+	pc := &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: name}, Value: value}
+	if err := k8s.Create(context.Background(), pc); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = k8s.Delete(context.Background(), pc) })
+	return name
+}
+
 func create(t *testing.T, pt *v1alpha1.PhasedTraining) *v1alpha1.PhasedTraining {
 	t.Helper()
 	if err := k8s.Create(context.Background(), pt); err != nil {

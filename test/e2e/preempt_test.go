@@ -14,8 +14,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	schedulingv1 "k8s.io/api/scheduling/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/phasegang/phasegang/apis/v1alpha1"
@@ -121,22 +119,17 @@ func scrape(t *testing.T) string {
 // pipeline arrives and, past the 2-second grace, the low one is preempted
 // whole, the urgent one runs, and the low one reruns as the same attempt.
 func TestPreemptionWithinQueue(t *testing.T) {
-	ctx := context.Background()
 	ns := namespace(t)
 	sfx := ns[strings.LastIndex(ns, "-")+1:]
 	q := "team-" + sfx
 	nodes(t, "pool-within", 1, 8)
 	createQueue(t, wrappers.MakeQueue(q).Nominal("nvidia.com/gpu", "4").
 		WithinQueue(v1alpha1.PreemptLowerPriority).ReclaimGrace(2*time.Second).Obj())
-	pc := &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: "e2e-urgent-" + sfx}, Value: 100}
-	if err := k8s.Create(ctx, pc); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = k8s.Delete(ctx, pc) })
+	urgentClass := priorityClass(t, "e2e-urgent-"+sfx, 100)
 
 	low := create(t, wrappers.NewPT(ns, "low").Queue(q).Phase("train", 4).PodTemplate(worker("pool-within", 1, 20, "")).Obj())
 	waitState(t, low, v1alpha1.PipelineRunning, 20*time.Second)
-	urgent := create(t, wrappers.NewPT(ns, "urgent").Queue(q).PriorityClass(pc.Name).Phase("train", 4).PodTemplate(worker("pool-within", 1, 3, "")).Obj())
+	urgent := create(t, wrappers.NewPT(ns, "urgent").Queue(q).PriorityClass(urgentClass).Phase("train", 4).PodTemplate(worker("pool-within", 1, 3, "")).Obj())
 	sampleWholeGangs(t, ns, 8, 90*time.Second, func() bool {
 		return get(t, low).Status.State == v1alpha1.PipelineSucceeded && get(t, urgent).Status.State == v1alpha1.PipelineSucceeded
 	})
@@ -171,7 +164,6 @@ func TestPreemptionWithinQueue(t *testing.T) {
 // Kueue does), the urgent gang runs first, and both victims rerun as the
 // same attempt. Taken apart, neither preemption would fire.
 func TestPreemptionWithinQueueAndCohortTogether(t *testing.T) {
-	ctx := context.Background()
 	ns := namespace(t)
 	sfx := ns[strings.LastIndex(ns, "-")+1:]
 	qa, qb, cohort := "team-a-"+sfx, "team-b-"+sfx, "joint-"+sfx
@@ -179,17 +171,13 @@ func TestPreemptionWithinQueueAndCohortTogether(t *testing.T) {
 	createQueue(t, wrappers.MakeQueue(qa).Cohort(cohort).Nominal("nvidia.com/gpu", "4").
 		WithinQueue(v1alpha1.PreemptLowerPriority).Reclaim(v1alpha1.PreemptAny).ReclaimGrace(2*time.Second).Obj())
 	createQueue(t, wrappers.MakeQueue(qb).Cohort(cohort).Nominal("nvidia.com/gpu", "4").Obj())
-	pc := &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: "e2e-joint-" + sfx}, Value: 100}
-	if err := k8s.Create(ctx, pc); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = k8s.Delete(ctx, pc) })
+	urgentClass := priorityClass(t, "e2e-joint-"+sfx, 100)
 
 	low := create(t, wrappers.NewPT(ns, "low").Queue(qa).Phase("train", 2).PodTemplate(worker("pool-joint", 1, 25, "")).Obj())
 	waitState(t, low, v1alpha1.PipelineRunning, 20*time.Second)
 	borrower := create(t, wrappers.NewPT(ns, "borrower").Queue(qb).Phase("train", 6).PodTemplate(worker("pool-joint", 1, 25, "")).Obj())
 	waitState(t, borrower, v1alpha1.PipelineRunning, 20*time.Second)
-	urgent := create(t, wrappers.NewPT(ns, "urgent").Queue(qa).PriorityClass(pc.Name).Phase("train", 4).PodTemplate(worker("pool-joint", 1, 3, "")).Obj())
+	urgent := create(t, wrappers.NewPT(ns, "urgent").Queue(qa).PriorityClass(urgentClass).Phase("train", 4).PodTemplate(worker("pool-joint", 1, 3, "")).Obj())
 	sampleWholeGangs(t, ns, 8, 120*time.Second, func() bool {
 		for _, pt := range []*v1alpha1.PhasedTraining{low, borrower, urgent} {
 			if get(t, pt).Status.State != v1alpha1.PipelineSucceeded {
