@@ -62,6 +62,7 @@ func TestDocsSimulateCommands(t *testing.T) {
 var (
 	inlineSimulate = regexp.MustCompile("`(?:go run \\./cmd/)?phasegang (simulate[^`]*)`")
 	blockSimulate  = regexp.MustCompile(`^(?:\$ )?(?:go run \./cmd/)?phasegang (simulate\b.*)$`)
+	placeholder    = regexp.MustCompile(`^[A-Z][A-Z_]*(\.[a-z]+)?$`) // NAME, ENDPOINT, FILE.svg
 )
 
 // simulateCommands are the doc's simulate commands (without the
@@ -98,7 +99,6 @@ func simulateCommands(doc string) []string {
 // runnable turns a command's words into the CLI's arguments, or says
 // why it cannot run here.
 func runnable(t *testing.T, root string, words []string) (args []string, why string) {
-	placeholder := regexp.MustCompile(`^[A-Z][A-Z_]*(\.[a-z]+)?$`)
 	dir := t.TempDir()
 	for i, w := range words {
 		switch {
