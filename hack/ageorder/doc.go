@@ -1,0 +1,27 @@
+// Command ageorder searches the schedules of the seed scenario
+// (examples/simulate/seed-deadlock.yaml) that keep phasegang's age order,
+// for the shortest makespan: how close to the lower bound a scheduler can
+// get on the seed without letting a younger pipeline's phase pass an older
+// one's.
+//
+// It is an analysis tool, not part of phasegang: docs/simulator.md
+// ("What the age order leaves") quotes its output. It models the seed
+// alone (trains of 8 one-GPU workers, elastic from 4; validates of 2 and
+// tests of 1 for 10 minutes each; 16 GPUs), with an event loop of its own
+// that keeps the engine's order:
+//
+//   - every phase queues with its pipeline's age (arrival, then name);
+//   - a ready gang starts when its min fits once younger running trains
+//     give back their surplus above min; a younger gang starts only when
+//     an older one does not fit (backfill);
+//   - free GPUs left after the walk go to running trains.
+//
+// Its one free choice is each train's width: the width the train starts
+// at, and a cap on its growth that may change once, at a 5-minute mark.
+// With every width at 8 and growth oldest first it is phasegang's run; the
+// test checks that against the engine (sim.Run). A random local search
+// over the widths then finds the shortest makespan it can; the widths are
+// chosen in hindsight, which no online scheduler has.
+//
+//	go run ./hack/ageorder -efficiency-per-doubling 0.9 -seed 1 -n 150000
+package main

@@ -1,0 +1,177 @@
+package main
+
+import (
+	"cmp"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/phasegang/phasegang/examples"
+	"github.com/phasegang/phasegang/sim"
+)
+
+func main() {
+	o, err := parseArgs(os.Args[1:])
+	if err == nil {
+		err = run(o, os.Stdout)
+	}
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+	case err != nil:
+		fmt.Fprintln(os.Stderr, "ageorder:", err)
+		os.Exit(2)
+	}
+}
+
+// options are the command's flags.
+type options struct {
+	efficiency float64
+	seed       uint64
+	n          int
+}
+
+func parseArgs(args []string) (options, error) {
+	var o options
+	fs := flag.NewFlagSet("ageorder", flag.ContinueOnError)
+	fs.Float64Var(&o.efficiency, "efficiency-per-doubling", 0.9, "the trains' parallel efficiency per doubling of workers, in [0.5, 1]")
+	fs.Uint64Var(&o.seed, "seed", 1, "the search's random seed")
+	fs.IntVar(&o.n, "n", 150000, "widths to try in the search")
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	if fs.NArg() > 0 {
+		return o, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	if o.efficiency < 0.5 || o.efficiency > 1 {
+		return o, fmt.Errorf("-efficiency-per-doubling %v: want a value in [0.5, 1]", o.efficiency)
+	}
+	if o.n < 1 {
+		return o, fmt.Errorf("-n %d: want at least 1", o.n)
+	}
+	return o, nil
+}
+
+// run prints the seed's figures: the engine's, the model's at full
+// width, each online rule's and the hindsight search's best.
+func run(o options, w io.Writer) error {
+	e, n := o.efficiency, o.n
+	engine, err := runEngine(e)
+	if err != nil {
+		return err
+	}
+	pipes := pipelinesOf(engine)
+	lb := engine.Metrics.LowerBound
+	line := func(name string, makespan, jct float64) {
+		fmt.Fprintf(w, "  %-46s %9s  %.4f  %9s\n", name, seconds(makespan), makespan/lb, seconds(jct))
+	}
+	fmt.Fprintf(w, "seed scenario, efficiency %.2f per doubling: LB %s, 1.10 × LB %s\n", e, seconds(lb), seconds(1.10*lb))
+	fmt.Fprintf(w, "  %-46s %9s  %6s  %9s\n", "schedule", "makespan", "× LB", "JCT avg")
+	line("phasegang (the engine)", engine.Metrics.Makespan, engine.Metrics.JCTAvg)
+	own := simulate(pipes, uniform(len(pipes), trainMax), e)
+	line("this model, every train up to 8", own.makespan, own.jctAvg)
+	for _, r := range rules() {
+		out := simulate(pipes, withRule(len(pipes), r), e)
+		line(r.name, out.makespan, out.jctAvg)
+	}
+	best, x := search(pipes, e, o.seed, n)
+	line(fmt.Sprintf("best of %d widths chosen in hindsight", n), best.makespan, best.jctAvg)
+	fmt.Fprintf(w, "validates and tests of the best waited at most %s once ready\n", seconds(best.maxRigidWait))
+	fmt.Fprintln(w, describe(pipes, x))
+	return nil
+}
+
+// runEngine runs phasegang on the seed, for its pipelines and figures.
+func runEngine(e float64) (*sim.Result, error) {
+	sc, err := sim.LoadScenario(examples.SeedScenario)
+	if err != nil {
+		return nil, err
+	}
+	sc.Scaling = &sim.Scaling{EfficiencyPerDoubling: e}
+	return sim.Run(sc, sim.Options{Policy: sim.PolicyPhasegang})
+}
+
+// pipelinesOf lists the run's pipelines in age order.
+func pipelinesOf(r *sim.Result) []pipeline {
+	var pipes []pipeline
+	for _, p := range r.Pipelines {
+		pipes = append(pipes, pipeline{name: p.Name, arrival: p.Arrival.Seconds()})
+	}
+	slices.SortFunc(pipes, func(a, b pipeline) int {
+		return cmp.Or(cmp.Compare(a.arrival, b.arrival), strings.Compare(a.name, b.name))
+	})
+	return pipes
+}
+
+// search is a random local search over the trains' widths: a fifth of
+// the tries are fresh random widths, the rest change one to three
+// pipelines' widths of the best so far (and now and then the growth
+// order). Ties on makespan go to the lower average JCT.
+func search(pipes []pipeline, e float64, seed uint64, n int) (outcome, widths) {
+	rng := rand.New(rand.NewPCG(seed, 0))
+	width := func() int { return trainMin + rng.IntN(trainMax-trainMin+1) }
+	mark := func() float64 { return float64(300 * rng.IntN(49)) } // 0 … 4h
+	var best outcome
+	var bestX widths
+	for i := range n {
+		var x widths
+		if i == 0 || rng.Float64() < 0.2 {
+			x = uniform(len(pipes), trainMax)
+			for p := range pipes {
+				x.start[p], x.capBefore[p], x.capAfter[p], x.capAt[p] = width(), width(), width(), mark()
+			}
+			x.youngestFirst = rng.IntN(2) == 1
+		} else {
+			x = bestX.clone()
+			for range 1 + rng.IntN(3) {
+				p := rng.IntN(len(pipes))
+				switch rng.IntN(3) {
+				case 0:
+					x.capBefore[p] = width()
+				case 1:
+					x.capAfter[p] = width()
+				default:
+					x.capAt[p] = mark()
+				}
+				x.start[p] = width()
+			}
+			if rng.Float64() < 0.05 {
+				x.youngestFirst = !x.youngestFirst
+			}
+		}
+		o := simulate(pipes, x, e)
+		if i == 0 || o.makespan < best.makespan || o.makespan == best.makespan && o.jctAvg < best.jctAvg {
+			best, bestX = o, x
+		}
+	}
+	return best, bestX
+}
+
+func (x widths) clone() widths {
+	return widths{start: slices.Clone(x.start), capBefore: slices.Clone(x.capBefore), capAfter: slices.Clone(x.capAfter),
+		capAt: slices.Clone(x.capAt), youngestFirst: x.youngestFirst}
+}
+
+// describe prints the widths, one pipeline per line.
+func describe(pipes []pipeline, x widths) string {
+	var b strings.Builder
+	order := "oldest"
+	if x.youngestFirst {
+		order = "youngest"
+	}
+	fmt.Fprintf(&b, "its widths (growth goes to the %s train first):\n", order)
+	for p, pp := range pipes {
+		fmt.Fprintf(&b, "  %-10s starts with up to %d, grows to at most %d before %s and %d from then\n",
+			pp.name, x.start[p], x.capBefore[p], seconds(x.capAt[p]), x.capAfter[p])
+	}
+	return strings.TrimRight(b.String(), "\n")
+}
+
+func seconds(s float64) string {
+	return time.Duration(s * float64(time.Second)).Round(time.Second).String()
+}

@@ -1,0 +1,269 @@
+package main
+
+import (
+	"cmp"
+	"math"
+	"slices"
+	"time"
+)
+
+// The seed's phases (examples/simulate/seed-deadlock.yaml).
+const (
+	clusterGPUs = 16
+	trainMin    = 4
+	trainMax    = 8
+	trainAtMax  = 30 * time.Minute // a train's run time at 8 workers
+	rigidRun    = 10 * time.Minute // a validate's and a test's
+	eps         = 1e-9
+)
+
+// kind is a pipeline's phase.
+type kind int
+
+const (
+	train kind = iota
+	validate
+	test
+)
+
+// gpus is what a rigid phase holds.
+func (k kind) gpus() int {
+	if k == validate {
+		return 2
+	}
+	return 1
+}
+
+// pipeline is one of the seed's pipelines, as the engine saw it.
+type pipeline struct {
+	name    string
+	arrival float64 // seconds
+}
+
+// widths is one schedule's free choices, per pipeline (in age order).
+type widths struct {
+	start []int // the train's width when it starts (at most what is free)
+	// capBefore applies before capAt (seconds), capAfter from then on.
+	capBefore, capAfter []int
+	capAt               []float64
+	youngestFirst       bool // growth order: oldest first unless set
+	// online, if set, is each train's cap decided from the model's state
+	// as it runs (an online rule), instead of the caps above.
+	online func(m *model, p int) int
+}
+
+// uniform is every train started at w and capped at w, growing oldest
+// first: phasegang's schedule when w is 8.
+func uniform(n, w int) widths {
+	x := widths{start: make([]int, n), capBefore: make([]int, n), capAfter: make([]int, n), capAt: make([]float64, n)}
+	for i := range n {
+		x.start[i], x.capBefore[i], x.capAfter[i] = w, w, w
+	}
+	return x
+}
+
+func (x widths) cap(m *model, p int) int {
+	if x.online != nil {
+		return x.online(m, p)
+	}
+	if m.t < x.capAt[p] {
+		return x.capBefore[p]
+	}
+	return x.capAfter[p]
+}
+
+// outcome is one schedule's figures.
+type outcome struct {
+	makespan, jctAvg float64 // seconds
+	// maxRigidWait is the longest a validate or test waited once ready.
+	maxRigidWait float64
+}
+
+type ready struct {
+	p     int // index in age order
+	k     kind
+	since float64
+}
+
+type running struct {
+	w    int
+	left float64 // share of the train's work still to do
+}
+
+type rigid struct {
+	p   int
+	k   kind
+	end float64
+}
+
+// model runs the seed's pipelines (sorted by age) in age order with the
+// given widths, under efficiency e per doubling.
+type model struct {
+	pipes []pipeline
+	x     widths
+	kappa float64 // speed at w workers ∝ w^kappa
+
+	t       float64
+	free    int
+	next    int // next pipeline to arrive
+	queue   []ready
+	trains  map[int]*running
+	rigids  []rigid
+	finish  []float64
+	outcome outcome
+}
+
+// simulate runs one schedule.
+func simulate(pipes []pipeline, x widths, e float64) outcome {
+	m := &model{pipes: pipes, x: x, kappa: 1 + math.Log2(e), free: clusterGPUs,
+		trains: map[int]*running{}, finish: make([]float64, len(pipes))}
+	for {
+		m.arrive()
+		m.walk()
+		m.grow()
+		next, ok := m.nextEvent()
+		if !ok {
+			break
+		}
+		m.advance(next)
+	}
+	var sum float64
+	for i, p := range pipes {
+		sum += m.finish[i] - p.arrival
+		m.outcome.makespan = max(m.outcome.makespan, m.finish[i])
+	}
+	m.outcome.jctAvg = sum / float64(len(pipes))
+	return m.outcome
+}
+
+// speed is the share of a train's work w workers do per second.
+func (m *model) speed(w int) float64 {
+	return math.Pow(float64(w)/trainMax, m.kappa) / trainAtMax.Seconds()
+}
+
+func (m *model) arrive() {
+	for m.next < len(m.pipes) && m.pipes[m.next].arrival <= m.t+eps {
+		m.queue = append(m.queue, ready{p: m.next, k: train, since: m.t})
+		m.next++
+	}
+}
+
+// walk starts the queued gangs in age order, each once its min fits with
+// the younger trains' surplus given back.
+func (m *model) walk() {
+	slices.SortFunc(m.queue, func(a, b ready) int { return cmp.Or(cmp.Compare(a.p, b.p), cmp.Compare(a.k, b.k)) })
+	waiting := m.queue[:0]
+	for _, r := range m.queue {
+		need := trainMin
+		if r.k != train {
+			need = r.k.gpus()
+		}
+		m.reclaimFromYounger(r.p, need)
+		if m.free < need {
+			waiting = append(waiting, r)
+			continue
+		}
+		if r.k == train {
+			w := max(trainMin, min(m.x.start[r.p], m.free, m.x.cap(m, r.p)))
+			m.trains[r.p] = &running{w: w, left: 1}
+			m.free -= w
+			continue
+		}
+		m.outcome.maxRigidWait = max(m.outcome.maxRigidWait, m.t-r.since)
+		m.rigids = append(m.rigids, rigid{p: r.p, k: r.k, end: m.t + rigidRun.Seconds()})
+		m.free -= r.k.gpus()
+	}
+	m.queue = waiting
+}
+
+// reclaimFromYounger shrinks trains younger than p, youngest first, toward
+// their min until need GPUs are free, if their surplus is enough.
+func (m *model) reclaimFromYounger(p, need int) {
+	if m.free >= need {
+		return
+	}
+	var younger []int
+	surplus := 0
+	for q, r := range m.trains {
+		if q > p {
+			younger = append(younger, q)
+			surplus += r.w - trainMin
+		}
+	}
+	if m.free+surplus < need {
+		return
+	}
+	slices.Sort(younger)
+	for _, q := range slices.Backward(younger) {
+		take := min(m.trains[q].w-trainMin, need-m.free)
+		m.trains[q].w -= take
+		m.free += take
+		if m.free >= need {
+			return
+		}
+	}
+}
+
+// grow gives the free GPUs to running trains up to their caps.
+func (m *model) grow() {
+	order := make([]int, 0, len(m.trains))
+	for q := range m.trains {
+		order = append(order, q)
+	}
+	slices.Sort(order)
+	if m.x.youngestFirst {
+		slices.Reverse(order)
+	}
+	for _, q := range order {
+		g := min(m.free, m.x.cap(m, q)-m.trains[q].w)
+		if g > 0 {
+			m.trains[q].w += g
+			m.free -= g
+		}
+	}
+}
+
+// nextEvent is the next arrival, cap change, train end or rigid end.
+func (m *model) nextEvent() (float64, bool) {
+	next := math.Inf(1)
+	if m.next < len(m.pipes) {
+		next = m.pipes[m.next].arrival
+	}
+	for q, r := range m.trains {
+		if at := m.x.capAt[q]; m.x.online == nil && at > m.t+eps {
+			next = min(next, at)
+		}
+		next = min(next, m.t+r.left/m.speed(r.w))
+	}
+	for _, r := range m.rigids {
+		next = min(next, r.end)
+	}
+	return next, !math.IsInf(next, 1)
+}
+
+// advance moves the clock to t and ends what ends then.
+func (m *model) advance(t float64) {
+	for _, r := range m.trains {
+		r.left -= m.speed(r.w) * (t - m.t)
+	}
+	m.t = t
+	for q, r := range m.trains {
+		if r.left <= eps {
+			m.free += r.w
+			delete(m.trains, q)
+			m.queue = append(m.queue, ready{p: q, k: validate, since: t})
+		}
+	}
+	m.rigids = slices.DeleteFunc(m.rigids, func(r rigid) bool {
+		if r.end > t+eps {
+			return false
+		}
+		m.free += r.k.gpus()
+		if r.k == validate {
+			m.queue = append(m.queue, ready{p: r.p, k: test, since: t})
+		} else {
+			m.finish[r.p] = t
+		}
+		return true
+	})
+}

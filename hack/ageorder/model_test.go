@@ -1,0 +1,68 @@
+package main
+
+import (
+	"math"
+	"testing"
+)
+
+// The model with every train at 8, growing oldest first, is phasegang's
+// schedule of the seed: the same makespan and average JCT as the engine
+// (sim.Run), under linear and sub-linear scaling. Without it the search's
+// figures would say nothing about the engine.
+func TestModelAtFullWidthIsTheEngine(t *testing.T) {
+	for _, e := range []float64{1, 0.9} {
+		r, err := runEngine(e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pipes := pipelinesOf(r)
+		if len(pipes) != 12 {
+			t.Fatalf("e=%v: %d pipelines, want the seed's 12", e, len(pipes))
+		}
+		got := simulate(pipes, uniform(len(pipes), trainMax), e)
+		if math.Abs(got.makespan-r.Metrics.Makespan) > 1e-3 || math.Abs(got.jctAvg-r.Metrics.JCTAvg) > 1e-3 {
+			t.Errorf("e=%v: model makespan %s, JCT avg %s; engine %s, %s", e,
+				seconds(got.makespan), seconds(got.jctAvg), seconds(r.Metrics.Makespan), seconds(r.Metrics.JCTAvg))
+		}
+	}
+}
+
+// Narrower trains take longer under sub-linear scaling too, but do more
+// per GPU: at 4 workers a train runs 30m/0.5^κ (54 minutes at 0.9), at 8
+// it runs 30 minutes. One pipeline alone checks the model's clock.
+func TestOnePipelineRunsItsChain(t *testing.T) {
+	pipes := []pipeline{{name: "a"}}
+	for _, c := range []struct {
+		w    int
+		e    float64
+		want float64
+	}{
+		{8, 1, 30*60 + 20*60},
+		{4, 1, 60*60 + 20*60},
+		{4, 0.9, 30*60/math.Pow(0.5, 1+math.Log2(0.9)) + 20*60},
+	} {
+		got := simulate(pipes, uniform(1, c.w), c.e)
+		if math.Abs(got.makespan-c.want) > 1e-6 || got.maxRigidWait != 0 {
+			t.Errorf("width %d, e=%v: makespan %s, rigid wait %s; want %s, 0s", c.w, c.e, seconds(got.makespan), seconds(got.maxRigidWait), seconds(c.want))
+		}
+	}
+}
+
+// The search keeps the best schedule it tried: a longer search never does
+// worse than a shorter one with the same seed (it tries the same widths
+// first), and the widths it returns give the figures it reports.
+func TestSearchNeverLosesItsBest(t *testing.T) {
+	r, err := runEngine(0.9)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pipes := pipelinesOf(r)
+	short, _ := search(pipes, 0.9, 7, 50)
+	long, x := search(pipes, 0.9, 7, 500)
+	if long.makespan > short.makespan {
+		t.Errorf("500 tries: %s; 50 tries: %s", seconds(long.makespan), seconds(short.makespan))
+	}
+	if again := simulate(pipes, x, 0.9); again != long {
+		t.Errorf("the best widths replayed give %+v, the search said %+v", again, long)
+	}
+}
