@@ -17,11 +17,13 @@
 //   - free GPUs left after the walk go to running trains.
 //
 // Its one free choice is each train's width: the width the train starts
-// at, and a cap on its growth that may change once, at a 5-minute mark.
-// With every width at 8 and growth oldest first it is phasegang's run; the
-// test checks that against the engine (sim.Run). A random local search
-// over the widths then finds the shortest makespan it can; the widths are
-// chosen in hindsight, which no online scheduler has.
+// at, and a cap on its growth. With every width at 8 and growth oldest
+// first it is phasegang's run; the test checks that against the engine
+// (sim.Run). It prints that run, then simple online rules (rules.go: a
+// cap fixed, or held while trains queue), then the best a random local
+// search finds over widths chosen in hindsight (each train's start width
+// and a cap that may change once, at a 5-minute mark), which no online
+// scheduler can choose.
 //
 //	go run ./hack/ageorder -efficiency-per-doubling 0.9 -seed 1 -n 150000
 package main
