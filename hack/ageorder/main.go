@@ -75,10 +75,17 @@ func run(o options, w io.Writer) error {
 	line("phasegang (the engine)", engine.Metrics.Makespan, engine.Metrics.JCTAvg)
 	own := simulate(pipes, uniform(len(pipes), trainMax), e)
 	line("this model, every train up to 8", own.makespan, own.jctAvg)
+	youngest := uniform(len(pipes), trainMax)
+	youngest.youngestFirst = true
+	yo := simulate(pipes, youngest, e)
+	line("every train up to 8, the youngest grows first", yo.makespan, yo.jctAvg)
 	for _, r := range rules() {
 		out := simulate(pipes, withRule(len(pipes), r), e)
 		line(r.name, out.makespan, out.jctAvg)
 	}
+	tb, tx := bestTableRule(pipes, e)
+	line("best of 1250 caps by younger trains queued:", tb.makespan, tb.jctAvg)
+	fmt.Fprintf(w, "    %s\n", tableName(tx))
 	best, x := search(pipes, e, o.seed, n)
 	line(fmt.Sprintf("best of %d widths chosen in hindsight", n), best.makespan, best.jctAvg)
 	fmt.Fprintf(w, "validates and tests of the best waited at most %s once ready\n", seconds(best.maxRigidWait))

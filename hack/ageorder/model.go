@@ -50,6 +50,8 @@ type widths struct {
 	// online, if set, is each train's cap decided from the model's state
 	// as it runs (an online rule), instead of the caps above.
 	online func(m *model, p int) int
+	// table is a table rule's caps (tableRules), for its name.
+	table [4]int
 }
 
 // uniform is every train started at w and capped at w, growing oldest
@@ -230,8 +232,8 @@ func (m *model) nextEvent() (float64, bool) {
 		next = m.pipes[m.next].arrival
 	}
 	for q, r := range m.trains {
-		if at := m.x.capAt[q]; m.x.online == nil && at > m.t+eps {
-			next = min(next, at)
+		if m.x.online == nil && m.x.capAt[q] > m.t+eps {
+			next = min(next, m.x.capAt[q])
 		}
 		next = min(next, m.t+r.left/m.speed(r.w))
 	}

@@ -60,3 +60,55 @@ func withRule(n int, r rule) widths {
 	x.online = r.cap
 	return x
 }
+
+// tableRules are the online rules whose cap depends only on how many
+// younger trains queue (none, 1, 2, 3 or more): a cap of 4 to 8 for each,
+// with growth to the oldest or the youngest train first (1,250 rules),
+// each train starting with up to 8 (at most its cap).
+func tableRules(n int) []widths {
+	var xs []widths
+	var caps [4]int
+	var fill func(i int)
+	fill = func(i int) {
+		if i == len(caps) {
+			for _, youngest := range []bool{false, true} {
+				c := caps
+				x := uniform(n, trainMax)
+				x.online = func(m *model, p int) int { return c[min(len(c)-1, m.queuedTrains(p))] }
+				x.youngestFirst = youngest
+				x.table = c
+				xs = append(xs, x)
+			}
+			return
+		}
+		for c := trainMin; c <= trainMax; c++ {
+			caps[i] = c
+			fill(i + 1)
+		}
+	}
+	fill(0)
+	return xs
+}
+
+// bestTableRule is the table rule with the shortest makespan (ties: the
+// lower average JCT, then the first).
+func bestTableRule(pipes []pipeline, e float64) (outcome, widths) {
+	var best outcome
+	var bestX widths
+	for i, x := range tableRules(len(pipes)) {
+		o := simulate(pipes, x, e)
+		if i == 0 || o.makespan < best.makespan || o.makespan == best.makespan && o.jctAvg < best.jctAvg {
+			best, bestX = o, x
+		}
+	}
+	return best, bestX
+}
+
+// tableName describes a table rule.
+func tableName(x widths) string {
+	order := "oldest"
+	if x.youngestFirst {
+		order = "youngest"
+	}
+	return fmt.Sprintf("caps %d/%d/%d/%d, %s first", x.table[0], x.table[1], x.table[2], x.table[3], order)
+}
