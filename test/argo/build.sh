@@ -63,13 +63,6 @@ copy_crds() {
 if ! have_all; then
   lock_cache "$base" 9 build.sh
   if ! have_bins; then
-    log=${PHASEGANG_BUILD_LOG:-$base/build.log}
-    tmp="$base/bin.tmp.$$"
-    rm -rf "$tmp"; mkdir -p "$tmp"
-    trap 'rm -rf "$tmp"' EXIT
-    echo "build.sh: building ${BINARIES[*]} (argo-workflows $(awk '$1=="github.com/argoproj/argo-workflows/v3"{print $2; exit}' "$here/go.mod")) into $bin" >&2
-    echo "build.sh: with an empty Go build cache this takes ~10 min on 2 cores (~2.2 GiB); log: $log" >&2
-    start=$(date +%s)
     # Upstream, workflow/executor/osspecific/signal_linux.go is a symlink to
     # signal_darwin.go; module zips leave symlinks out, so argoexec does not
     # build from the module proxy ("undefined: Setpgid"), and Go refuses
@@ -89,18 +82,9 @@ if ! have_all; then
     [[ -e "$osdir/signal_linux.go" ]] || cp "$osdir/signal_darwin.go" "$osdir/signal_linux.go"
     cp "$here/go.mod" "$base/build.mod"; cp "$here/go.sum" "$base/build.sum"
     (cd "$here" && go mod edit -modfile="$base/build.mod" -replace "github.com/argoproj/argo-workflows/v3=$src")
-    if ! (cd "$here" && go build -mod=readonly -modfile="$base/build.mod" -trimpath -o "$tmp/" "${PKGS[@]}") >"$log" 2>&1; then
-      echo "build.sh: go build failed; last lines of $log:" >&2
-      tail -n 30 "$log" >&2
-      exit 1
-    fi
-    for b in "${BINARIES[@]}"; do
-      [[ -x "$tmp/$b" ]] || { echo "build.sh: $b missing after build (see $log)" >&2; exit 1; }
-    done
-    rm -rf "$bin"
-    mv "$tmp" "$bin"
-    trap - EXIT
-    echo "build.sh: built in $(( $(date +%s) - start ))s" >&2
+    build() { cd "$here" && go build -mod=readonly -modfile="$base/build.mod" -trimpath -o "$1/" "${PKGS[@]}"; }
+    build_bins build.sh "$bin" "${BINARIES[*]} (argo-workflows $(awk '$1=="github.com/argoproj/argo-workflows/v3"{print $2; exit}' "$here/go.mod"))" \
+      "with an empty Go build cache this takes ~10 min on 2 cores (~2.2 GiB)" build "${BINARIES[@]}"
   fi
   have_crds || copy_crds
   flock -u 9

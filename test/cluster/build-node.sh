@@ -46,28 +46,19 @@ have_bins() { [[ -x "$base/bin/kubelet" && -x "$base/bin/coredns" && -x "$base/b
 if ! have_bins; then
   lock_cache "$base" 9 build-node.sh
   if ! have_bins; then
-    log=$base/build.log
-    tmp=$base/bin.tmp.$$
-    rm -rf "$tmp"; mkdir -p "$tmp"
-    trap 'rm -rf "$tmp"' EXIT
     # The same version stamp as build.sh's binaries: the kubelet reports it
     # as the node's kubeletVersion, and the control plane checks the skew.
     X=""
     for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
       X+=" -X $pkg.gitVersion=$kube_version -X $pkg.gitMajor=1 -X $pkg.gitMinor=$kube_minor -X $pkg.gitTreeState=clean"
     done
-    echo "build-node.sh: building kubelet ($kube_version), coredns and deviceplugin into $base/bin (4 min on 2 cores when build.sh has run; log: $log)" >&2
-    start=$(date +%s)
-    if ! { (cd "$tools" && go build -mod=readonly -ldflags "${X# }" -o "$tmp/" k8s.io/kubernetes/cmd/kubelet) &&
-           (cd "$coredns" && go build -mod=readonly -o "$tmp/coredns" .) &&
-           (cd "$deviceplugin" && go build -mod=readonly -o "$tmp/deviceplugin" .); } >"$log" 2>&1; then
-      echo "build-node.sh: go build failed; last lines of $log:" >&2
-      tail -n 30 "$log" >&2
-      exit 1
-    fi
-    rm -rf "$base/bin"; mv "$tmp" "$base/bin"
-    trap - EXIT
-    echo "build-node.sh: built in $(( $(date +%s) - start ))s" >&2
+    build() {
+      (cd "$tools" && go build -mod=readonly -ldflags "${X# }" -o "$1/" k8s.io/kubernetes/cmd/kubelet) &&
+        (cd "$coredns" && go build -mod=readonly -o "$1/coredns" .) &&
+        (cd "$deviceplugin" && go build -mod=readonly -o "$1/deviceplugin" .)
+    }
+    PHASEGANG_BUILD_LOG=$base/build.log build_bins build-node.sh "$base/bin" "kubelet ($kube_version), coredns and deviceplugin" \
+      "this takes ~4 min on 2 cores when build.sh has run" build kubelet coredns deviceplugin
   fi
   flock -u 9
 fi

@@ -75,38 +75,24 @@ bins_ok() {
 if ! have_all; then
   lock_cache "$base" 9 build.sh
   if ! bins_ok; then
-    log=${PHASEGANG_BUILD_LOG:-$base/build.log}
-    tmp="$base/bin.tmp.$$"
-    rm -rf "$tmp"; mkdir -p "$tmp"
-    trap 'rm -rf "$tmp"' EXIT
     X=""
     for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
       X+=" -X $pkg.gitVersion=$kube_version -X $pkg.gitMajor=1 -X $pkg.gitMinor=$kube_minor -X $pkg.gitTreeState=clean"
     done
-    echo "build.sh: building ${BINARIES[*]} ($kube_version) into $bin" >&2
-    echo "build.sh: with an empty Go build cache this takes ~12-20 min on 2 cores (~2 min when only linking); log: $log" >&2
-    start=$(date +%s)
     # No -trimpath and the default CGO setting on purpose: the compiled
     # client-go/apimachinery packages then land in the Go build cache under
     # the same action IDs the product's own `go test` uses.
-    if ! (cd "$tools" && go build -mod=readonly -ldflags "${X# }" -o "$tmp/" \
-          ./cmd/etcd \
-          k8s.io/kubernetes/cmd/kube-apiserver \
-          k8s.io/kubernetes/cmd/kube-controller-manager \
-          k8s.io/kubernetes/cmd/kube-scheduler \
-          k8s.io/kubernetes/cmd/kubectl \
-          sigs.k8s.io/kwok/cmd/kwok) >"$log" 2>&1; then
-      echo "build.sh: go build failed; last lines of $log:" >&2
-      tail -n 30 "$log" >&2
-      exit 1
-    fi
-    for b in "${BINARIES[@]}"; do
-      [[ -x "$tmp/$b" ]] || { echo "build.sh: $b missing after build (see $log)" >&2; exit 1; }
-    done
-    rm -rf "$bin"
-    mv "$tmp" "$bin"
-    trap - EXIT
-    echo "build.sh: built in $(( $(date +%s) - start ))s" >&2
+    build() {
+      cd "$tools" && go build -mod=readonly -ldflags "${X# }" -o "$1/" \
+        ./cmd/etcd \
+        k8s.io/kubernetes/cmd/kube-apiserver \
+        k8s.io/kubernetes/cmd/kube-controller-manager \
+        k8s.io/kubernetes/cmd/kube-scheduler \
+        k8s.io/kubernetes/cmd/kubectl \
+        sigs.k8s.io/kwok/cmd/kwok
+    }
+    build_bins build.sh "$bin" "${BINARIES[*]} ($kube_version)" \
+      "with an empty Go build cache this takes ~12-20 min on 2 cores (~2 min when only linking)" build "${BINARIES[@]}"
   fi
   have_all || copy_stages
   flock -u 9

@@ -34,23 +34,8 @@ mkdir -p "$base"
 if [[ ! -x "$bin" ]]; then
   lock_cache "$base" 9 build.sh
   if [[ ! -x "$bin" ]]; then
-    log=${PHASEGANG_BUILD_LOG:-$base/build.log}
-    tmp="$base/bin.tmp.$$"
-    rm -rf "$tmp"; mkdir -p "$tmp"
-    trap 'rm -rf "$tmp"' EXIT
-    echo "build.sh: building $PKG into $bin" >&2
-    echo "build.sh: with an empty Go build cache this takes ~9 min on 2 cores (~2.2 GiB); log: $log" >&2
-    start=$(date +%s)
-    if ! (cd "$here" && go build -mod=readonly -trimpath -o "$tmp/jaeger" "$PKG") >"$log" 2>&1; then
-      echo "build.sh: go build failed; last lines of $log:" >&2
-      tail -n 30 "$log" >&2
-      exit 1
-    fi
-    [[ -x "$tmp/jaeger" ]] || { echo "build.sh: jaeger missing after build (see $log)" >&2; exit 1; }
-    rm -rf "${base:?}/bin"
-    mv "$tmp" "$base/bin"
-    trap - EXIT
-    echo "build.sh: built in $(( $(date +%s) - start ))s" >&2
+    build() { cd "$here" && go build -mod=readonly -trimpath -o "$1/jaeger" "$PKG"; }
+    build_bins build.sh "$base/bin" "$PKG" "with an empty Go build cache this takes ~9 min on 2 cores (~2.2 GiB)" build jaeger
   fi
   flock -u 9
 fi

@@ -35,23 +35,8 @@ have_all() {
 if ! have_all; then
   lock_cache "$base" 9 build-kueue.sh
   if [[ ! -x "$bin/kueue" ]]; then
-    log=${PHASEGANG_BUILD_LOG:-$base/build.log}
-    tmp="$base/bin.tmp.$$"
-    rm -rf "$tmp"; mkdir -p "$tmp"
-    trap 'rm -rf "$tmp"' EXIT
-    echo "build-kueue.sh: go install $PKG@$VERSION into $bin" >&2
-    echo "build-kueue.sh: with an empty Go build cache this takes ~12+ min on 2 cores (~2 GiB); log: $log" >&2
-    start=$(date +%s)
-    if ! (cd "$base" && GOBIN="$tmp" go install "$PKG@$VERSION") >"$log" 2>&1; then
-      echo "build-kueue.sh: go install failed; last lines of $log:" >&2
-      tail -n 30 "$log" >&2
-      exit 1
-    fi
-    [[ -x "$tmp/kueue" ]] || { echo "build-kueue.sh: kueue missing after build (see $log)" >&2; exit 1; }
-    rm -rf "$bin"
-    mv "$tmp" "$bin"
-    trap - EXIT
-    echo "build-kueue.sh: built in $(( $(date +%s) - start ))s" >&2
+    build() { cd "$base" && GOBIN="$1" go install "$PKG@$VERSION"; }
+    build_bins build-kueue.sh "$bin" "$PKG@$VERSION (go install)" "with an empty Go build cache this takes ~12+ min on 2 cores (~2 GiB)" build kueue
   fi
   if ! have_all; then
     dir=$(cd "$base" && go mod download -json "$MOD@$VERSION" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')

@@ -55,25 +55,14 @@ src=$(cd "$src" && pwd)
 mkdir -p "$base"
 lock_cache "$base" 9 build-volcano.sh
 if [[ ! -x "$bin/vc-scheduler" || ! -x "$bin/vc-controller-manager" ]]; then
-  log=${PHASEGANG_BUILD_LOG:-$base/build.log}
-  tmp="$base/bin.tmp.$$"
-  rm -rf "$tmp"; mkdir -p "$tmp"
-  trap 'rm -rf "$tmp"' EXIT
-  echo "build-volcano.sh: go build ./cmd/scheduler ./cmd/controller-manager in $src into $bin" >&2
-  echo "build-volcano.sh: with an empty Go build cache this takes ~11+ min on 2 cores (~1.7 GiB); log: $log" >&2
-  start=$(date +%s)
-  ldflags="-X volcano.sh/volcano/pkg/version.Version=$VERSION"
-  if ! (cd "$src" && export GOWORK=off CGO_ENABLED=0 &&
-        go build -ldflags "$ldflags" -o "$tmp/vc-scheduler" ./cmd/scheduler &&
-        go build -ldflags "$ldflags" -o "$tmp/vc-controller-manager" ./cmd/controller-manager) >"$log" 2>&1; then
-    echo "build-volcano.sh: go build failed; last lines of $log:" >&2
-    tail -n 30 "$log" >&2
-    exit 1
-  fi
-  rm -rf "$bin"
-  mv "$tmp" "$bin"
-  trap - EXIT
-  echo "build-volcano.sh: built in $(( $(date +%s) - start ))s" >&2
+  build() {
+    local ldflags="-X volcano.sh/volcano/pkg/version.Version=$VERSION"
+    cd "$src" && export GOWORK=off CGO_ENABLED=0 &&
+      go build -ldflags "$ldflags" -o "$1/vc-scheduler" ./cmd/scheduler &&
+      go build -ldflags "$ldflags" -o "$1/vc-controller-manager" ./cmd/controller-manager
+  }
+  build_bins build-volcano.sh "$bin" "./cmd/scheduler and ./cmd/controller-manager of $src" \
+    "with an empty Go build cache this takes ~11+ min on 2 cores (~1.7 GiB)" build vc-scheduler vc-controller-manager
 fi
 if ! have_all; then
   rm -rf "$base/crd" "$base/crd-jobflow"; mkdir -p "$base/crd" "$base/crd-jobflow"
