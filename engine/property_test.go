@@ -21,6 +21,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	corev1 "k8s.io/api/core/v1"
 	"pgregory.net/rapid"
 
@@ -951,4 +953,21 @@ func TestSnapshotOfLostGrantSaysNodeLost(t *testing.T) {
 	if len(pure.Releases) != 1 || pure.Releases[0].Reason != engine.ReleaseNodeLost {
 		t.Errorf("Schedule on the snapshot releases %+v, want NodeLost (ledger was %+v)", pure.Releases, snap.Ledger)
 	}
+}
+
+// cycleAsSchedule runs one cycle of s at snap.Now and the pure Schedule
+// over snap with the queued requests (snap's Queue is filled here, in key
+// order), and fails rt if their plans differ: the incremental State must
+// decide exactly what a scheduler rebuilt from the cluster would.
+func cycleAsSchedule(rt *rapid.T, step int, s *engine.State, cfg engine.Config, snap engine.Snapshot, reqs map[engine.GangKey]engine.Request, queued map[engine.GangKey]bool) engine.Plan {
+	for key := range queued {
+		snap.Queue = append(snap.Queue, reqs[key])
+	}
+	slices.SortFunc(snap.Queue, func(a, b engine.Request) int { return strings.Compare(a.Gang.String(), b.Gang.String()) })
+	pure := engine.Schedule(cfg, snap)
+	plan := s.Cycle(snap.Now)
+	if d := cmp.Diff(plan, pure, cmpopts.EquateEmpty()); d != "" {
+		rt.Fatalf("step %d: State.Cycle and Schedule differ (-state +pure):\n%s", step, d)
+	}
+	return plan
 }

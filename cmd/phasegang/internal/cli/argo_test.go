@@ -145,35 +145,16 @@ func TestArgoTemplate(t *testing.T) {
 // TestArgoTemplateRefusesInvalidExamples: every examples/invalid file is
 // refused, with nothing on stdout and each expected problem on stderr.
 func TestArgoTemplateRefusesInvalidExamples(t *testing.T) {
-	files, err := filepath.Glob(filepath.Join("..", "..", "..", "..", "examples", "invalid", "*.yaml"))
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no invalid examples: %v", err)
-	}
-	for _, f := range files {
-		name := filepath.ToSlash(filepath.Join("examples", "invalid", filepath.Base(f)))
-		t.Run(filepath.Base(f), func(t *testing.T) {
-			expects := expectations(t, f)
-			data, _ := os.ReadFile(f)
-			code, stdout, stderr := run(t, "", "argo", "template", "-f", name)
-			if code != 1 || len(stdout) > 0 {
-				t.Errorf("exit %d, stdout %d lines", code, len(stdout))
-			}
-			if strings.Contains(string(data), "\nkind: TenantQueue\n") {
-				// argo template reads PhasedTrainings only: it refuses the
-				// queue as another kind; its problems are validate's.
-				return
-			}
-			for _, want := range expects {
-				found := false
-				for _, line := range stderr {
-					if strings.HasPrefix(line, name+": ") && strings.Contains(line, want) {
-						found = true
-					}
-				}
-				if !found {
-					t.Errorf("no stderr line contains %q; got:\n%s", want, strings.Join(stderr, "\n"))
-				}
-			}
-		})
-	}
+	eachInvalidExample(t, func(t *testing.T, name string, data []byte, expects []string) {
+		code, stdout, stderr := run(t, "", "argo", "template", "-f", name)
+		if code != 1 || len(stdout) > 0 {
+			t.Errorf("exit %d, stdout %d lines", code, len(stdout))
+		}
+		if strings.Contains(string(data), "\nkind: TenantQueue\n") {
+			// argo template reads PhasedTrainings only: it refuses the
+			// queue as another kind; its problems are validate's.
+			return
+		}
+		expectLines(t, "stderr", stderr, name, expects)
+	})
 }

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 
@@ -153,6 +154,23 @@ func TestValidate(t *testing.T) {
 // that the output has a line for that file containing each of the file's
 // "# expect: ..." comments. Adding an invalid example is adding a test.
 func TestValidateInvalidExamples(t *testing.T) {
+	eachInvalidExample(t, func(t *testing.T, name string, _ []byte, expects []string) {
+		code, stdout, stderr := run(t, "", "validate", name)
+		if code != 1 {
+			t.Errorf("exit code %d, want 1", code)
+		}
+		if len(stderr) > 0 {
+			t.Errorf("stderr: %q", stderr)
+		}
+		expectLines(t, "output", stdout, name, expects)
+	})
+}
+
+// eachInvalidExample runs test on every file of examples/invalid, as a
+// subtest named after the file, with the name the CLI (run from the
+// repository's root) is given, the file's content and its "# expect:"
+// comments. They are read first: run changes the directory.
+func eachInvalidExample(t *testing.T, test func(t *testing.T, name string, data []byte, expects []string)) {
 	files, err := filepath.Glob(filepath.Join("..", "..", "..", "..", "examples", "invalid", "*.yaml"))
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no invalid examples: %v", err)
@@ -160,26 +178,25 @@ func TestValidateInvalidExamples(t *testing.T) {
 	for _, f := range files {
 		name := filepath.ToSlash(filepath.Join("examples", "invalid", filepath.Base(f)))
 		t.Run(filepath.Base(f), func(t *testing.T) {
-			expects := expectations(t, f)
-			code, stdout, stderr := run(t, "", "validate", name)
-			if code != 1 {
-				t.Errorf("exit code %d, want 1", code)
+			data, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
 			}
-			if len(stderr) > 0 {
-				t.Errorf("stderr: %q", stderr)
-			}
-			for _, want := range expects {
-				found := false
-				for _, line := range stdout {
-					if strings.HasPrefix(line, name+": ") && strings.Contains(line, want) {
-						found = true
-					}
-				}
-				if !found {
-					t.Errorf("no output line contains %q; got:\n%s", want, strings.Join(stdout, "\n"))
-				}
-			}
+			test(t, name, data, expectations(t, f))
 		})
+	}
+}
+
+// expectLines fails t unless each of wants is in some line of lines (the
+// command's stdout or stderr, said by what) that is about file name.
+func expectLines(t *testing.T, what string, lines []string, name string, wants []string) {
+	t.Helper()
+	for _, want := range wants {
+		if !slices.ContainsFunc(lines, func(line string) bool {
+			return strings.HasPrefix(line, name+": ") && strings.Contains(line, want)
+		}) {
+			t.Errorf("no %s line contains %q; got:\n%s", what, want, strings.Join(lines, "\n"))
+		}
 	}
 }
 
