@@ -50,6 +50,14 @@ type PhasedTrainingList struct {
 
 // PhasedTrainingSpec is the desired pipeline.
 //
+// phases and iterate are immutable once the PhasedTraining exists, as a
+// Job's template is: the engine grants a phase for its template's
+// footprint and its gang, and a later edit would leave a running gang
+// on nodes chosen for another one (and iterations counted against
+// another loop). To change them, delete the PhasedTraining and create it
+// again. priority, priorityClassName and podTTLSecondsAfterFinished may
+// change; queueName may not (see its rule).
+//
 // The rules that need the whole phase list live here, on spec: a rule on a
 // phase cannot see the other phases. fieldPath points the error at the
 // list the mistake is in, since it cannot hold an index (the API server
@@ -72,6 +80,8 @@ type PhasedTrainingList struct {
 // recursion), nor parse expressions: package phases does, and the
 // controller reports those as the Invalid condition.
 //
+// +kubebuilder:validation:XValidation:rule="self.phases == oldSelf.phases",message="phases are immutable: a running phase's grant was made for its template and gang; delete the PhasedTraining and create it again",fieldPath=".phases"
+// +kubebuilder:validation:XValidation:rule="has(oldSelf.iterate) == has(self.iterate) && (!has(self.iterate) || self.iterate == oldSelf.iterate)",message="iterate is immutable: the pipeline's iterations are counted against it; delete the PhasedTraining and create it again",fieldPath=".iterate"
 // +kubebuilder:validation:XValidation:rule="has(oldSelf.queueName) == has(self.queueName) && (!has(self.queueName) || self.queueName == oldSelf.queueName)",message="queueName is immutable: a pipeline's grants are charged to its queue",fieldPath=".queueName"
 // +kubebuilder:validation:XValidation:rule="!has(self.priority) || !has(self.priorityClassName)",message="set at most one of priority and priorityClassName",fieldPath=".priorityClassName",reason=FieldValueForbidden
 // +kubebuilder:validation:XValidation:rule="!has(self.iterate) || self.iterate.phases.all(n, self.phases.exists(p, p.name == n))",message="every iterate.phases entry must name a phase of spec.phases",messageExpression=`[[0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31].filter(j, j < size(self.iterate.phases) && !self.phases.exists(p, p.name == self.iterate.phases[j]))[0]].map(j, 'spec.iterate.phases[%d]: unknown phase "%s": every iterate.phases entry must name one of spec.phases %s'.format([j, self.iterate.phases[j], self.phases.map(q, q.name)]))[0]`,fieldPath=".iterate.phases"

@@ -114,6 +114,17 @@ func (s *apiServer) create(obj map[string]any) field.ErrorList { return s.admit(
 // transition rules (those that read oldSelf) checked against old.
 func (s *apiServer) update(obj, old map[string]any) field.ErrorList { return s.admit(obj, old) }
 
+// stored creates obj and returns it as the API server would store it
+// (pruned and defaulted): an update's old object, which transition rules
+// compare with the new one as the API server does.
+func (s *apiServer) stored(t *testing.T, obj map[string]any) map[string]any {
+	t.Helper()
+	if errs := s.create(obj); len(errs) > 0 {
+		t.Fatalf("the old object is invalid: %v", errs.ToAggregate())
+	}
+	return obj
+}
+
 func (s *apiServer) admit(obj, old map[string]any) field.ErrorList {
 	pruning.Prune(obj, s.structural, true)
 	structuraldefaulting.PruneNonNullableNullsWithoutDefaults(obj, s.structural)

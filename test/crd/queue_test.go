@@ -288,10 +288,7 @@ func TestImmutableQueueName(t *testing.T) {
 		"both unset": {old: "", new: ""},
 	} {
 		t.Run(name, func(t *testing.T) {
-			old := withQueue(tc.old)
-			if errs := s.create(runtime.DeepCopyJSON(old)); len(errs) > 0 {
-				t.Fatalf("the old object is invalid: %v", errs.ToAggregate())
-			}
+			old := s.stored(t, withQueue(tc.old))
 			if diff := cmp.Diff(tc.want, describe(s.update(withQueue(tc.new), old))); diff != "" {
 				t.Errorf("API server errors on update (-want +got):\n%s", diff)
 			}
@@ -302,4 +299,45 @@ func TestImmutableQueueName(t *testing.T) {
 func qtyPtr(s string) *resource.Quantity {
 	q := resource.MustParse(s)
 	return &q
+}
+
+// TestImmutablePhasesAndIterate: the engine grants a phase for its
+// template and gang, so spec.phases and spec.iterate may not change after
+// create (as a Job's template); the fields that only order or clean up
+// may.
+func TestImmutablePhasesAndIterate(t *testing.T) {
+	s := newAPIServer(t)
+	const (
+		phasesImmutable  = "spec.phases: Invalid value: phases are immutable: a running phase's grant was made for its template and gang; delete the PhasedTraining and create it again"
+		iterateImmutable = "spec.iterate: Invalid value: iterate is immutable: the pipeline's iterations are counted against it; delete the PhasedTraining and create it again"
+	)
+	for name, tc := range map[string]struct {
+		edit func(*v1alpha1.PhasedTraining)
+		want []string
+	}{
+		"unchanged":       {edit: func(*v1alpha1.PhasedTraining) {}},
+		"priority":        {edit: func(pt *v1alpha1.PhasedTraining) { pt.Spec.Priority = ptr.To[int32](100) }},
+		"podTTL":          {edit: func(pt *v1alpha1.PhasedTraining) { pt.Spec.PodTTLSecondsAfterFinished = ptr.To[int32](60) }},
+		"labels":          {edit: func(pt *v1alpha1.PhasedTraining) { pt.Labels = map[string]string{"team": "a"} }},
+		"a phase's gang":  {edit: func(pt *v1alpha1.PhasedTraining) { pt.Spec.Phases[0].Gang.Min = 4 }, want: []string{phasesImmutable}},
+		"a phase's image": {edit: func(pt *v1alpha1.PhasedTraining) { pt.Spec.Phases[1].Template.Spec.Containers[0].Image = "other:2" }, want: []string{phasesImmutable}},
+		"a phase added": {edit: func(pt *v1alpha1.PhasedTraining) {
+			pt.Spec.Phases = append(pt.Spec.Phases, v1alpha1.Phase{Name: "export", DependsOn: []string{"train"}, Gang: v1alpha1.Gang{Min: 1}, Template: worker()})
+		}, want: []string{phasesImmutable}},
+		"maxIterations":   {edit: func(pt *v1alpha1.PhasedTraining) { pt.Spec.Iterate.MaxIterations = 10 }, want: []string{iterateImmutable}},
+		"iterate removed": {edit: func(pt *v1alpha1.PhasedTraining) { pt.Spec.Iterate = nil }, want: []string{iterateImmutable}},
+		"phases and iterate too": {edit: func(pt *v1alpha1.PhasedTraining) {
+			pt.Spec.Phases[0].Gang.Min = 1
+			pt.Spec.Iterate.Until = "iteration >= 2"
+		}, want: []string{iterateImmutable, phasesImmutable}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			old := s.stored(t, toUnstructured(t, pipeline()))
+			pt := pipeline()
+			tc.edit(pt)
+			if diff := cmp.Diff(tc.want, sorted(describe(s.update(toUnstructured(t, pt), old)))); diff != "" {
+				t.Errorf("API server errors on update (-want +got):\n%s", diff)
+			}
+		})
+	}
 }
