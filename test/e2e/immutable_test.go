@@ -9,6 +9,7 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 
 	"github.com/phasegang/phasegang/apis/v1alpha1"
@@ -31,10 +32,14 @@ func TestPhasesAndIterateAreImmutable(t *testing.T) {
 		return get(t, pt).Status.State == v1alpha1.PipelineRunning, nil
 	})
 
+	// The controller writes the status meanwhile: an update on a stale
+	// resourceVersion is tried again on the current object.
 	update := func(edit func(*v1alpha1.PhasedTraining)) error {
-		cur := get(t, pt)
-		edit(cur)
-		return k8s.Update(context.Background(), cur)
+		return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			cur := get(t, pt)
+			edit(cur)
+			return k8s.Update(context.Background(), cur)
+		})
 	}
 	for name, edit := range map[string]func(*v1alpha1.PhasedTraining){
 		"labels":   func(p *v1alpha1.PhasedTraining) { p.Labels = map[string]string{"team": "vision"} },
