@@ -152,7 +152,7 @@ func search(pipes []pipeline, e float64, seed uint64, n int) (outcome, widths) {
 			}
 		}
 		o := simulate(pipes, x, e)
-		if i == 0 || o.makespan < best.makespan || o.makespan == best.makespan && o.jctAvg < best.jctAvg {
+		if i == 0 || o.beats(best) {
 			best, bestX = o, x
 		}
 	}

@@ -81,6 +81,12 @@ type outcome struct {
 	maxRigidWait float64
 }
 
+// beats reports whether o is the better schedule: the shorter makespan,
+// then the lower average JCT.
+func (o outcome) beats(than outcome) bool {
+	return o.makespan < than.makespan || o.makespan == than.makespan && o.jctAvg < than.jctAvg
+}
+
 type ready struct {
 	p     int // index in age order
 	k     kind

@@ -97,7 +97,7 @@ func bestTableRule(pipes []pipeline, e float64) (outcome, widths) {
 	var bestX widths
 	for i, x := range tableRules(len(pipes)) {
 		o := simulate(pipes, x, e)
-		if i == 0 || o.makespan < best.makespan || o.makespan == best.makespan && o.jctAvg < best.jctAvg {
+		if i == 0 || o.beats(best) {
 			best, bestX = o, x
 		}
 	}
