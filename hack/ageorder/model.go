@@ -52,7 +52,15 @@ type widths struct {
 	online func(m *model, p int) int
 	// table is a table rule's caps (tableRules), for its name.
 	table [4]int
+	// take, if its floor is set, lets a queued train start on older
+	// trains' GPUs (takeFromOlder).
+	take take
 }
+
+// take is a rule that leaves the age order: a queued train whose min
+// does not fit takes older running trains' GPUs above floor, once at
+// least queued trains (it and younger ones) wait.
+type take struct{ floor, queued int }
 
 // uniform is every train started at w and capped at w, growing oldest
 // first: phasegang's schedule when w is 8.
@@ -157,20 +165,24 @@ func (m *model) arrive() {
 }
 
 // walk starts the queued gangs in age order, each once its min fits with
-// the younger trains' surplus given back.
+// the younger trains' surplus given back. A gang leaves the queue as it
+// starts, so an online rule asked during the walk sees the queue as it
+// is then.
 func (m *model) walk() {
 	slices.SortFunc(m.queue, func(a, b ready) int { return cmp.Or(cmp.Compare(a.p, b.p), cmp.Compare(a.k, b.k)) })
-	waiting := m.queue[:0]
-	for _, r := range m.queue {
+	for _, r := range slices.Clone(m.queue) {
 		need := trainMin
 		if r.k != train {
 			need = r.k.gpus()
 		}
 		m.reclaimFromYounger(r.p, need)
+		if r.k == train {
+			m.takeFromOlder(r.p, need)
+		}
 		if m.free < need {
-			waiting = append(waiting, r)
 			continue
 		}
+		m.queue = slices.DeleteFunc(m.queue, func(q ready) bool { return q == r })
 		if r.k == train {
 			w := max(trainMin, min(m.x.start[r.p], m.free, m.x.cap(m, r.p)))
 			m.trains[r.p] = &running{w: w, left: 1}
@@ -181,7 +193,6 @@ func (m *model) walk() {
 		m.rigids = append(m.rigids, rigid{p: r.p, k: r.k, end: m.t + rigidRun.Seconds()})
 		m.free -= r.k.gpus()
 	}
-	m.queue = waiting
 }
 
 // reclaimFromYounger shrinks trains younger than p, youngest first, toward
@@ -206,6 +217,37 @@ func (m *model) reclaimFromYounger(p, need int) {
 		take := min(m.trains[q].w-trainMin, need-m.free)
 		m.trains[q].w -= take
 		m.free += take
+		if m.free >= need {
+			return
+		}
+	}
+}
+
+// takeFromOlder, under a take rule, lets train p start on GPUs that
+// older running trains hold above the rule's floor, the youngest of them
+// first, once enough trains queue and only if that makes its min fit.
+// It leaves the age order: an older gang's GPUs go to a younger one.
+func (m *model) takeFromOlder(p, need int) {
+	t := m.x.take
+	if t.floor == 0 || m.free >= need || m.queuedTrains(p-1) < t.queued {
+		return
+	}
+	var older []int
+	surplus := 0
+	for q, r := range m.trains {
+		if q < p && r.w > t.floor {
+			older = append(older, q)
+			surplus += r.w - t.floor
+		}
+	}
+	if m.free+surplus < need {
+		return
+	}
+	slices.Sort(older)
+	for _, q := range slices.Backward(older) {
+		give := min(m.trains[q].w-t.floor, need-m.free)
+		m.trains[q].w -= give
+		m.free += give
 		if m.free >= need {
 			return
 		}
