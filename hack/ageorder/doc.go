@@ -20,10 +20,12 @@
 // at, and a cap on its growth. With every width at 8 and growth oldest
 // first it is phasegang's run; the test checks that against the engine
 // (sim.Run). It prints that run, then simple online rules (rules.go: a
-// cap fixed, or held while trains queue), then the best a random local
-// search finds over widths chosen in hindsight (each train's start width
-// and a cap that may change once, at a 5-minute mark), which no online
-// scheduler can choose.
+// cap fixed, held while trains queue, or at the trains' equal share), the
+// best of 1,250 caps set by how many younger trains queue, the best of 16
+// rules that leave the age order (a queued train takes older trains' GPUs
+// above a floor), then the best a random local search finds over widths
+// chosen in hindsight (each train's start width and a cap that may change
+// once, at a 5-minute mark), which no online scheduler can choose.
 //
 //	go run ./hack/ageorder -efficiency-per-doubling 0.9 -seed 1 -n 150000
 package main

@@ -83,9 +83,12 @@ func run(o options, w io.Writer) error {
 		out := simulate(pipes, withRule(len(pipes), r), e)
 		line(r.name, out.makespan, out.jctAvg)
 	}
-	tb, tx := bestTableRule(pipes, e)
+	tb, tx := bestRule(pipes, e, tableRules(len(pipes)))
 	line("best of 1250 caps by younger trains queued:", tb.makespan, tb.jctAvg)
 	fmt.Fprintf(w, "    %s\n", tableName(tx))
+	kb, kx := bestRule(pipes, e, takeRules(len(pipes)))
+	line("best of 16 takes of older trains' GPUs:", kb.makespan, kb.jctAvg)
+	fmt.Fprintf(w, "    %s (leaves the age order)\n", takeName(kx))
 	best, x := search(pipes, e, o.seed, n)
 	line(fmt.Sprintf("best of %d widths chosen in hindsight", n), best.makespan, best.jctAvg)
 	fmt.Fprintf(w, "validates and tests of the best waited at most %s once ready\n", seconds(best.maxRigidWait))

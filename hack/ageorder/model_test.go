@@ -1,6 +1,7 @@
 package main
 
 import (
+	"maps"
 	"math"
 	"testing"
 )
@@ -64,5 +65,35 @@ func TestSearchNeverLosesItsBest(t *testing.T) {
 	}
 	if again := simulate(pipes, x, 0.9); again != long {
 		t.Errorf("the best widths replayed give %+v, the search said %+v", again, long)
+	}
+}
+
+// A take rule lets a queued train start on the GPUs of older trains above
+// its floor, the youngest older train first, and only its min; without
+// one the train waits, as in the engine.
+func TestTakeStartsATrainOnOlderGPUs(t *testing.T) {
+	for _, c := range []struct {
+		take      take
+		wantWidth map[int]int // pipeline → width; absent: not running
+	}{
+		{take{}, map[int]int{0: 8, 1: 8}},
+		{take{floor: 4, queued: 1}, map[int]int{0: 8, 1: 4, 2: 4}},
+		{take{floor: 6, queued: 1}, map[int]int{0: 6, 1: 6, 2: 4}},
+		{take{floor: 4, queued: 2}, map[int]int{0: 8, 1: 8}},
+		{take{floor: 7, queued: 1}, map[int]int{0: 8, 1: 8}}, // 2 above the floor: not the min of 4
+	} {
+		x := uniform(3, trainMax)
+		x.take = c.take
+		m := &model{pipes: make([]pipeline, 3), x: x, kappa: 1, free: 0,
+			trains: map[int]*running{0: {w: 8, left: 1}, 1: {w: 8, left: 1}},
+			queue:  []ready{{p: 2, k: train}}}
+		m.walk()
+		got := map[int]int{}
+		for p, r := range m.trains {
+			got[p] = r.w
+		}
+		if !maps.Equal(got, c.wantWidth) {
+			t.Errorf("%+v: widths %v, want %v", c.take, got, c.wantWidth)
+		}
 	}
 }

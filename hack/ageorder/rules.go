@@ -33,7 +33,31 @@ func rules() []rule {
 			return capWhile(m.queuedTrains(p) >= k, trainMin)
 		}})
 	}
+	for _, times := range []int{1, 2} {
+		name := "capped at the trains' equal share"
+		if times > 1 {
+			name = fmt.Sprintf("capped at %d × the trains' equal share", times)
+		}
+		rs = append(rs, rule{name, func(m *model, _ int) int {
+			return max(trainMin, min(trainMax, times*m.equalShare()))
+		}})
+	}
 	return rs
+}
+
+// equalShare is what each train present (running or queued) would hold
+// if the GPUs the validates and tests do not hold were shared evenly:
+// processor sharing, which under sub-linear scaling does the most work.
+func (m *model) equalShare() int {
+	trains := len(m.trains) + m.queuedTrains(-1)
+	if trains == 0 {
+		return trainMax
+	}
+	rigid := 0
+	for _, r := range m.rigids {
+		rigid += r.k.gpus()
+	}
+	return (clusterGPUs - rigid) / trains
 }
 
 func capWhile(cond bool, c int) int {
@@ -90,18 +114,43 @@ func tableRules(n int) []widths {
 	return xs
 }
 
-// bestTableRule is the table rule with the shortest makespan (ties: the
-// lower average JCT, then the first).
-func bestTableRule(pipes []pipeline, e float64) (outcome, widths) {
+// takeRules leave the age order: every train starts and grows up to 8,
+// and a queued train whose min does not fit takes older trains' GPUs
+// above a floor of 4 to 7 once 1 to 4 trains (it and younger ones)
+// queue (16 rules).
+func takeRules(n int) []widths {
+	var xs []widths
+	for floor := trainMin; floor < trainMax; floor++ {
+		for queued := 1; queued <= 4; queued++ {
+			x := uniform(n, trainMax)
+			x.take = take{floor: floor, queued: queued}
+			xs = append(xs, x)
+		}
+	}
+	return xs
+}
+
+// bestRule is the rule of xs with the shortest makespan (ties: the lower
+// average JCT, then the first).
+func bestRule(pipes []pipeline, e float64, xs []widths) (outcome, widths) {
 	var best outcome
 	var bestX widths
-	for i, x := range tableRules(len(pipes)) {
+	for i, x := range xs {
 		o := simulate(pipes, x, e)
 		if i == 0 || o.beats(best) {
 			best, bestX = o, x
 		}
 	}
 	return best, bestX
+}
+
+// takeName describes a take rule.
+func takeName(x widths) string {
+	trains := "trains queue"
+	if x.take.queued == 1 {
+		trains = "train queues"
+	}
+	return fmt.Sprintf("above %d once %d %s", x.take.floor, x.take.queued, trains)
 }
 
 // tableName describes a table rule.
