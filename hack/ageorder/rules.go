@@ -1,6 +1,9 @@
 package main
 
-import "fmt"
+import (
+	"fmt"
+	"slices"
+)
 
 // rule is an online width rule: each train's cap from what the model
 // knows at the time (no arrival or run time ahead).
@@ -128,6 +131,35 @@ func takeRules(n int) []widths {
 		}
 	}
 	return xs
+}
+
+// takeTableRules are every take rule with every table rule: 20,000
+// rules, each train starting with up to its cap.
+func takeTableRules(n int) []widths {
+	var xs []widths
+	for _, tk := range takeRules(n) {
+		for _, x := range tableRules(n) {
+			x.take = tk.take
+			xs = append(xs, x)
+		}
+	}
+	return xs
+}
+
+// uncapped keeps the rules of xs whose table caps nothing.
+func uncapped(xs []widths) []widths {
+	return slices.DeleteFunc(slices.Clone(xs), func(x widths) bool { return x.table != [4]int{8, 8, 8, 8} })
+}
+
+// within counts the rules of xs whose makespan is at most limit.
+func within(pipes []pipeline, e float64, xs []widths, limit float64) int {
+	n := 0
+	for _, x := range xs {
+		if simulate(pipes, x, e).makespan <= limit {
+			n++
+		}
+	}
+	return n
 }
 
 // bestRule is the rule of xs with the shortest makespan (ties: the lower
