@@ -24,8 +24,9 @@
 // best of 1,250 caps set by how many younger trains queue, the best of 16
 // rules that leave the age order (a queued train takes older trains' GPUs
 // above a floor) alone and with each of the 1,250 caps (how many of
-// those 20,000 end by 1.10 × LB, and the best that caps nothing), then
-// the best a random local search finds over widths
+// those 20,000 end by 1.10 × LB, and the best that caps nothing), an
+// online planner that knows the run times (planner.go), then the best a
+// random local search finds over widths
 // chosen in hindsight (each train's start width and a cap that may change
 // once, at a 5-minute mark), which no online scheduler can choose.
 //

@@ -96,6 +96,15 @@ func run(o options, w io.Writer) error {
 	ub, ux := bestRule(pipes, e, uncapped(both))
 	line("  the best of them that caps nothing", ub.makespan, ub.jctAvg)
 	fmt.Fprintf(w, "    %s, %s\n", takeName(ux), tableName(ux))
+	rules := plannerRules(len(pipes))
+	for _, knows := range []bool{true, false} {
+		name := "a planner knowing run times and scaling"
+		if !knows {
+			name = "a planner knowing run times, scaling linear"
+		}
+		pl := planner{e: e, knowsScaling: knows, rules: rules}.plan(pipes).result()
+		line(name, pl.makespan, pl.jctAvg)
+	}
 	best, x := search(pipes, e, o.seed, n)
 	line(fmt.Sprintf("best of %d widths chosen in hindsight", n), best.makespan, best.jctAvg)
 	fmt.Fprintf(w, "validates and tests of the best waited at most %s once ready\n", seconds(best.maxRigidWait))

@@ -131,25 +131,44 @@ type model struct {
 
 // simulate runs one schedule.
 func simulate(pipes []pipeline, x widths, e float64) outcome {
-	m := &model{pipes: pipes, x: x, kappa: 1 + math.Log2(e), free: clusterGPUs,
+	m := newModel(pipes, x, e)
+	m.run(nil)
+	return m.result()
+}
+
+func newModel(pipes []pipeline, x widths, e float64) *model {
+	return &model{pipes: pipes, x: x, kappa: 1 + math.Log2(e), free: clusterGPUs,
 		trains: map[int]*running{}, finish: make([]float64, len(pipes))}
+}
+
+// run plays the schedule to its end. choose, if set, may change the
+// model's rule at each event, once the event's arrivals are queued.
+func (m *model) run(choose func(*model)) {
 	for {
 		m.arrive()
+		if choose != nil {
+			choose(m)
+		}
 		m.walk()
 		m.grow()
 		next, ok := m.nextEvent()
 		if !ok {
-			break
+			return
 		}
 		m.advance(next)
 	}
+}
+
+// result is the finished run's figures.
+func (m *model) result() outcome {
+	o := m.outcome
 	var sum float64
-	for i, p := range pipes {
+	for i, p := range m.pipes {
 		sum += m.finish[i] - p.arrival
-		m.outcome.makespan = max(m.outcome.makespan, m.finish[i])
+		o.makespan = max(o.makespan, m.finish[i])
 	}
-	m.outcome.jctAvg = sum / float64(len(pipes))
-	return m.outcome
+	o.jctAvg = sum / float64(len(m.pipes))
+	return o
 }
 
 // speed is the share of a train's work w workers do per second.
