@@ -26,9 +26,9 @@
 // above a floor) alone and with each of the 1,250 caps (how many of
 // those 20,000 end by 1.10 × LB, and the best that caps nothing), an
 // online planner that knows the run times (planner.go), then the best a
-// random local search finds over widths
-// chosen in hindsight (each train's start width and a cap that may change
-// once, at a 5-minute mark), which no online scheduler can choose.
+// random local search finds over widths chosen in hindsight (each train's
+// start width and a cap that may change once, at a 5-minute mark), which
+// no online scheduler can choose.
 //
 //	go run ./hack/ageorder -efficiency-per-doubling 0.9 -seed 1 -n 150000
 package main

@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"maps"
 	"slices"
 	"testing"
 )
@@ -47,7 +46,7 @@ func TestPlannerDoesNotLookAhead(t *testing.T) {
 				for q, r := range m.trains {
 					widths[q] = r.w
 				}
-				seen = append(seen, fmt.Sprintf("%.0f %v %v free %d", m.t, widths, slices.Sorted(maps.Keys(widths)), m.free))
+				seen = append(seen, fmt.Sprintf("%.0fs: widths %v, %d free", m.t, widths, m.free))
 			}
 		})
 		return seen
