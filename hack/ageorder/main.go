@@ -34,6 +34,7 @@ type options struct {
 	efficiency float64
 	seed       uint64
 	n          int
+	estimates  bool
 }
 
 func parseArgs(args []string) (options, error) {
@@ -42,6 +43,7 @@ func parseArgs(args []string) (options, error) {
 	fs.Float64Var(&o.efficiency, "efficiency-per-doubling", 0.9, "the trains' parallel efficiency per doubling of workers, in [0.5, 1]")
 	fs.Uint64Var(&o.seed, "seed", 1, "the search's random seed")
 	fs.IntVar(&o.n, "n", 150000, "widths to try in the search")
+	fs.BoolVar(&o.estimates, "estimates", false, "print only the planner's figures with its trains' run times estimated within ±10%, ±20% and ±50% (-seed ignored)")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -73,6 +75,10 @@ func run(o options, w io.Writer) error {
 	fmt.Fprintf(w, "seed scenario, efficiency %.2f per doubling: LB %s, 1.10 × LB %s\n", e, seconds(lb), seconds(1.10*lb))
 	fmt.Fprintf(w, "  %-46s %9s  %6s  %9s\n", "schedule", "makespan", "× LB", "JCT avg")
 	line("phasegang (the engine)", engine.Metrics.Makespan, engine.Metrics.JCTAvg)
+	if o.estimates {
+		runEstimates(pipes, e, line)
+		return nil
+	}
 	own := simulate(pipes, uniform(len(pipes), trainMax), e)
 	line("this model, every train up to 8", own.makespan, own.jctAvg)
 	youngest := uniform(len(pipes), trainMax)
@@ -110,6 +116,25 @@ func run(o options, w io.Writer) error {
 	fmt.Fprintf(w, "validates and tests of the best waited at most %s once ready\n", seconds(best.maxRigidWait))
 	fmt.Fprintln(w, describe(pipes, x))
 	return nil
+}
+
+// runEstimates prints the planner's runs (knowing the scaling) with each
+// train's run time estimated within ±10%, ±20% and ±50%: a factor per
+// pipeline drawn uniformly from [1 − spread, 1 + spread], five draws each
+// (PCG seeds 1 to 5).
+func runEstimates(pipes []pipeline, e float64, line func(string, float64, float64)) {
+	rules := plannerRules(len(pipes))
+	for _, spread := range []float64{0.1, 0.2, 0.5} {
+		for draw := uint64(1); draw <= 5; draw++ {
+			rng := rand.New(rand.NewPCG(draw, 0))
+			estimate := make([]float64, len(pipes))
+			for p := range estimate {
+				estimate[p] = 1 - spread + 2*spread*rng.Float64()
+			}
+			r := planner{e: e, knowsScaling: true, rules: rules, estimate: estimate}.plan(pipes).result()
+			line(fmt.Sprintf("a planner, run times within ±%.0f%% (draw %d)", 100*spread, draw), r.makespan, r.jctAvg)
+		}
+	}
 }
 
 // runEngine runs phasegang on the seed, for its pipelines and figures.

@@ -127,6 +127,10 @@ type model struct {
 	rigids  []rigid
 	finish  []float64
 	outcome outcome
+	// work is each pipeline's train work as this run takes it, in trains
+	// of the true work (nil: every train's is 1, the truth). A planner's
+	// rollout runs on its estimates.
+	work []float64
 }
 
 // simulate runs one schedule.
@@ -204,7 +208,7 @@ func (m *model) walk() {
 		m.queue = slices.DeleteFunc(m.queue, func(q ready) bool { return q == r })
 		if r.k == train {
 			w := max(trainMin, min(m.x.start[r.p], m.free, m.x.cap(m, r.p)))
-			m.trains[r.p] = &running{w: w, left: 1}
+			m.trains[r.p] = &running{w: w, left: m.trainWork(r.p)}
 			m.free -= w
 			continue
 		}
@@ -240,6 +244,14 @@ func (m *model) reclaimFromYounger(p, need int) {
 			return
 		}
 	}
+}
+
+// trainWork is pipeline p's train work as the run takes it.
+func (m *model) trainWork(p int) float64 {
+	if m.work == nil {
+		return 1
+	}
+	return m.work[p]
 }
 
 // takeFromOlder, under a take rule, lets train p start on GPUs that

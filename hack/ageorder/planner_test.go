@@ -2,6 +2,8 @@ package main
 
 import (
 	"fmt"
+	"math"
+	"runtime"
 	"slices"
 	"testing"
 )
@@ -40,7 +42,7 @@ func TestPlannerDoesNotLookAhead(t *testing.T) {
 		var seen []string
 		m := newModel(pipes, pl.rules[0], pl.e)
 		m.run(func(m *model) {
-			m.x = pl.choose(m)
+			m.x = pl.rules[pl.choose(m)]
 			if m.t < cut {
 				widths := map[int]int{}
 				for q, r := range m.trains {
@@ -54,5 +56,64 @@ func TestPlannerDoesNotLookAhead(t *testing.T) {
 	all, some := states(pipes), states(early)
 	if len(all) < 3 || !slices.Equal(all, some) {
 		t.Errorf("before %ds with every pipeline:\n%v\nwith those before it only:\n%v", cut, all, some)
+	}
+}
+
+// The rollouts are shared among the CPUs; the choice at every event of
+// a run is the one a single loop makes: the first of the best rules.
+func TestPlannerChoiceIsOneLoops(t *testing.T) {
+	r, err := runEngine(0.9)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pipes := pipelinesOf(r)
+	pl := planner{e: 0.9, knowsScaling: true, rules: plannerRules(len(pipes))[:3000]}
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(3))
+	events := 0
+	m := newModel(pipes, pl.rules[0], pl.e)
+	m.run(func(m *model) {
+		events++
+		want, arrived := 0, m.pipes[:m.next]
+		best := pl.rollout(m, arrived, pl.rules[0])
+		for i, x := range pl.rules {
+			if o := pl.rollout(m, arrived, x); o.beats(best) {
+				want, best = i, o
+			}
+		}
+		if got := pl.choose(m); got != want {
+			t.Fatalf("at %s: rule %d chosen, one loop chooses %d", seconds(m.t), got, want)
+		}
+		m.x = pl.rules[want]
+	})
+	if events < 10 {
+		t.Errorf("%d events", events)
+	}
+}
+
+// A planner's rollout takes a running train to have its estimated work
+// left: its estimate less what it has done. Exact estimates are the
+// truth.
+func TestRolloutTakesTheEstimate(t *testing.T) {
+	pipes := []pipeline{{name: "a"}}
+	m := newModel(pipes, uniform(1, trainMax), 1)
+	m.next, m.free = 1, clusterGPUs-trainMax
+	m.trains[0] = &running{w: trainMax, left: 0.5}
+	rigids := rigidRun.Seconds() * 2
+	for _, c := range []struct {
+		estimate []float64
+		want     float64
+	}{
+		{nil, 0.5*trainAtMax.Seconds() + rigids},
+		{[]float64{1}, 0.5*trainAtMax.Seconds() + rigids},
+		{[]float64{1.5}, 1.0*trainAtMax.Seconds() + rigids},
+		{[]float64{0.25}, eps*trainAtMax.Seconds() + rigids}, // it has done more than it was thought to need
+	} {
+		pl := planner{e: 1, knowsScaling: true, rules: []widths{m.x}, estimate: c.estimate}
+		if got := pl.rollout(m, pipes, m.x).makespan; math.Abs(got-c.want) > 1e-3 {
+			t.Errorf("estimate %v: the rollout ends at %s, want %s", c.estimate, seconds(got), seconds(c.want))
+		}
+	}
+	if m.trains[0].left != 0.5 {
+		t.Errorf("the rollouts changed the model: %v left", m.trains[0].left)
 	}
 }
