@@ -221,25 +221,32 @@ func (m *model) walk() {
 // reclaimFromYounger shrinks trains younger than p, youngest first, toward
 // their min until need GPUs are free, if their surplus is enough.
 func (m *model) reclaimFromYounger(p, need int) {
+	m.shrinkFor(need, trainMin, func(q int) bool { return q > p })
+}
+
+// shrinkFor frees need GPUs, if the trains from gives (those for which
+// it holds) have enough above floor: it shrinks them toward floor, the
+// youngest first, no more than need asks. It frees nothing otherwise.
+func (m *model) shrinkFor(need, floor int, from func(q int) bool) {
 	if m.free >= need {
 		return
 	}
-	var younger []int
+	var donors []int
 	surplus := 0
 	for q, r := range m.trains {
-		if q > p {
-			younger = append(younger, q)
-			surplus += r.w - trainMin
+		if from(q) && r.w > floor {
+			donors = append(donors, q)
+			surplus += r.w - floor
 		}
 	}
 	if m.free+surplus < need {
 		return
 	}
-	slices.Sort(younger)
-	for _, q := range slices.Backward(younger) {
-		take := min(m.trains[q].w-trainMin, need-m.free)
-		m.trains[q].w -= take
-		m.free += take
+	slices.Sort(donors)
+	for _, q := range slices.Backward(donors) {
+		give := min(m.trains[q].w-floor, need-m.free)
+		m.trains[q].w -= give
+		m.free += give
 		if m.free >= need {
 			return
 		}
@@ -260,29 +267,10 @@ func (m *model) trainWork(p int) float64 {
 // It leaves the age order: an older gang's GPUs go to a younger one.
 func (m *model) takeFromOlder(p, need int) {
 	t := m.x.take
-	if t.floor == 0 || m.free >= need || m.queuedTrains(p-1) < t.queued {
+	if t.floor == 0 || m.queuedTrains(p-1) < t.queued {
 		return
 	}
-	var older []int
-	surplus := 0
-	for q, r := range m.trains {
-		if q < p && r.w > t.floor {
-			older = append(older, q)
-			surplus += r.w - t.floor
-		}
-	}
-	if m.free+surplus < need {
-		return
-	}
-	slices.Sort(older)
-	for _, q := range slices.Backward(older) {
-		give := min(m.trains[q].w-t.floor, need-m.free)
-		m.trains[q].w -= give
-		m.free += give
-		if m.free >= need {
-			return
-		}
-	}
+	m.shrinkFor(need, t.floor, func(q int) bool { return q < p })
 }
 
 // grow gives the free GPUs to running trains up to their caps.
