@@ -1,9 +1,6 @@
 package main
 
-import (
-	"fmt"
-	"slices"
-)
+import "fmt"
 
 // rule is an online width rule: each train's cap from what the model
 // knows at the time (no arrival or run time ahead).
@@ -146,34 +143,36 @@ func takeTableRules(n int) []widths {
 	return xs
 }
 
-// uncapped keeps the rules of xs whose table caps nothing.
-func uncapped(xs []widths) []widths {
-	return slices.DeleteFunc(slices.Clone(xs), func(x widths) bool { return x.table != [4]int{8, 8, 8, 8} })
-}
+// capsNothing reports whether x's table caps no train.
+func capsNothing(x widths) bool { return x.table == [4]int{trainMax, trainMax, trainMax, trainMax} }
 
-// within counts the rules of xs whose makespan is at most limit.
-func within(pipes []pipeline, e float64, xs []widths, limit float64) int {
-	n := 0
-	for _, x := range xs {
-		if simulate(pipes, x, e).makespan <= limit {
-			n++
-		}
+// outcomes are the figures of each rule of xs.
+func outcomes(pipes []pipeline, e float64, xs []widths) []outcome {
+	outs := make([]outcome, len(xs))
+	for i, x := range xs {
+		outs[i] = simulate(pipes, x, e)
 	}
-	return n
+	return outs
 }
 
 // bestRule is the rule of xs with the shortest makespan (ties: the lower
 // average JCT, then the first).
 func bestRule(pipes []pipeline, e float64, xs []widths) (outcome, widths) {
-	var best outcome
-	var bestX widths
-	for i, x := range xs {
-		o := simulate(pipes, x, e)
-		if i == 0 || o.beats(best) {
-			best, bestX = o, x
+	outs := outcomes(pipes, e, xs)
+	i := best(outs, func(int) bool { return true })
+	return outs[i], xs[i]
+}
+
+// best is the index of the best outcome among those keep admits (ties:
+// the first), or -1.
+func best(outs []outcome, keep func(i int) bool) int {
+	b := -1
+	for i, o := range outs {
+		if keep(i) && (b < 0 || o.beats(outs[b])) {
+			b = i
 		}
 	}
-	return best, bestX
+	return b
 }
 
 // takeName describes a take rule.
