@@ -36,4 +36,11 @@
 // time off by up to ±10%, ±20% and ±50% (five draws each):
 //
 //	go run ./hack/ageorder -efficiency-per-doubling 0.9 -estimates
+//
+// With -variants it prints only phasegang's and the planner's figures on
+// 15 seeds a few minutes off the seed (its burst at 1h00m to 1h20m, its
+// other pipelines 14 to 16 minutes apart), each against its own LB:
+// whether what meets the target on the seed meets it on its neighbours.
+//
+//	go run ./hack/ageorder -efficiency-per-doubling 0.9 -variants
 package main

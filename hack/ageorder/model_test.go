@@ -4,6 +4,7 @@ import (
 	"maps"
 	"math"
 	"testing"
+	"time"
 )
 
 // The model with every train at 8, growing oldest first, is phasegang's
@@ -95,5 +96,28 @@ func TestTakeStartsATrainOnOlderGPUs(t *testing.T) {
 		if !maps.Equal(got, c.wantWidth) {
 			t.Errorf("%+v: widths %v, want %v", c.take, got, c.wantWidth)
 		}
+	}
+}
+
+// The variant with the seed's own times is the seed, so -variants'
+// table and the seed's figures are of one scenario.
+func TestSeedVariantAtTheSeedsTimesIsTheSeed(t *testing.T) {
+	seed, err := runEngine(0.9)
+	if err != nil {
+		t.Fatal(err)
+	}
+	same, err := runEngineOn(0.9, seedVariant(70*time.Minute, 15*time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if same.Metrics != seed.Metrics {
+		t.Errorf("variant at 1h10m, 15m apart: %+v, the seed: %+v", same.Metrics, seed.Metrics)
+	}
+	moved, err := runEngineOn(0.9, seedVariant(80*time.Minute, 16*time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if moved.Metrics.LowerBound == seed.Metrics.LowerBound {
+		t.Errorf("variant at 1h20m, 16m apart has the seed's LB %v: the variant did not move it", seed.Metrics.LowerBound)
 	}
 }
