@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -31,7 +32,9 @@ func TestPatchRerunsTheSeed(t *testing.T) {
 	}, "\n")
 	cmd := exec.Command("bash", "-c", script)
 	cmd.Dir = root
-	cmd.Env = append(os.Environ(), "PWD="+root)
+	// The go that runs this test builds the patched tree, on PATH or not.
+	gobin := filepath.Join(runtime.GOROOT(), "bin")
+	cmd.Env = append(os.Environ(), "PWD="+root, "PATH="+gobin+string(os.PathListSeparator)+os.Getenv("PATH"))
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out)
