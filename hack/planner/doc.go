@@ -22,4 +22,7 @@
 // seed under 0.9 efficiency per doubling ("Learning the work and the
 // scaling", in docs/simulator.md): 1.0948 × LB. The test in this package
 // runs those commands in a temporary directory and checks that figure.
+// seed-jitter-5.yaml and seed-jitter-15.yaml are the seed with each
+// pipeline's run times drawn a little off (their headers say how), for
+// X_SCENARIO.
 package planner
